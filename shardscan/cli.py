@@ -1,0 +1,235 @@
+"""Command line: parse options, call the library, render reports, map outcomes to exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shardscan import __version__
+from shardscan.decoders import DecodeLimits
+from shardscan.engine import ScanOptions
+from shardscan.errors import ConfigError
+from shardscan.policy import EXIT_USAGE, Policy
+from shardscan.report import Report
+from shardscan.reporters import FORMATS, RenderOptions, render
+from shardscan.ruleset import Ruleset, load_ruleset
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Scan Parquet dataset shards for credentials before you publish them.",
+    pretty_exceptions_enable=False,
+)
+rules_app = typer.Typer(no_args_is_help=True, help="List and check detection rules.")
+app.add_typer(rules_app, name="rules")
+
+
+# ---- shared option types ----------------------------------------------------------------------
+
+RulesOpt = Annotated[list[Path], typer.Option("--rules", help="Extra rule file or folder (repeatable).")]
+DisableOpt = Annotated[list[str], typer.Option("--disable", help="Disable a rule id or kind (repeatable).")]
+FormatOpt = Annotated[
+    list[str],
+    typer.Option("--format", "-f", help=f"Output format, optionally with a path: FORMAT[:PATH] (repeatable). Formats: {', '.join(FORMATS)}."),
+]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Where to write a --format given without a path.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Every finding blocks unless allowlisted.")]
+NowOpt = Annotated[str | None, typer.Option("--now", help="Clock for expiry checks (ISO date or datetime, UTC).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Terminal output: only the gate decision line.")]
+SkipOpt = Annotated[bool, typer.Option("--skip-unreadable", help="Unreadable shards are reported but do not make the exit code 3.")]
+TimeoutOpt = Annotated[float, typer.Option("--regex-timeout", help="Seconds a rule may spend on one cell.")]
+DepthOpt = Annotated[int, typer.Option("--max-decode-depth", help="Nested decoding depth (0 disables decoding).")]
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    typer.echo(f"shardscan: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _parse_now(value: str | None) -> datetime:
+    if not value:
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        try:
+            parsed = datetime.combine(date.fromisoformat(value), datetime.min.time())
+        except ValueError:
+            raise _fail(f"--now: not an ISO date or datetime: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _load_rules(rules: list[Path], disable: list[str]) -> Ruleset:
+    try:
+        return load_ruleset(rules, disable=disable)
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+
+
+def _outputs(formats: list[str], output: Path | None) -> list[tuple[str, Path | None]]:
+    """Parse ``--format`` values into (format, path or None for stdout)."""
+    parsed: list[tuple[str, Path | None]] = []
+    for value in formats or ["terminal"]:
+        name, _, path = value.partition(":")
+        if name not in FORMATS:
+            raise _fail(f"--format: unknown format {name!r} (known: {', '.join(FORMATS)})")
+        parsed.append((name, Path(path) if path else None))
+    without_path = [i for i, (_, p) in enumerate(parsed) if p is None]
+    if output is not None:
+        if len(without_path) != 1:
+            raise _fail("--output needs exactly one --format without its own path")
+        parsed[without_path[0]] = (parsed[without_path[0]][0], output)
+    elif len(without_path) > 1:
+        raise _fail("only one --format may go to standard output; give the others a path (FORMAT:PATH)")
+    return parsed
+
+
+def _use_color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -> None:
+    for fmt, path in outputs:
+        color = path is None and _use_color() and fmt == "terminal"
+        text = render(report, fmt, RenderOptions(color=color, quiet=quiet))
+        if path is None:
+            sys.stdout.write(text)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    if all(path is not None for _, path in outputs):
+        # Files were written; still tell a person (or CI log) what the gate decided.
+        typer.echo(render(report, "terminal", RenderOptions(quiet=True)), nl=False)
+
+
+def _run_scan(paths: list[str], ruleset: Ruleset, policy: Policy, options: ScanOptions) -> Report:
+    from shardscan.api import scan
+
+    if not sys.stderr.isatty():
+        return scan(paths, ruleset=ruleset, policy=policy, options=options)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=Console(file=sys.stderr), transient=True,
+    )
+    task = progress.add_task("scan", total=None)
+    with progress:
+        return scan(
+            paths,
+            ruleset=ruleset,
+            policy=policy,
+            options=options,
+            on_start=lambda n: progress.update(task, total=n),
+            on_shard=lambda _r: progress.advance(task),
+        )
+
+
+# ---- commands ---------------------------------------------------------------------------------
+
+
+@app.command()
+def scan(
+    paths: Annotated[list[str], typer.Argument(help="Shard files, folders (recursive) or globs.")],
+    fmt: FormatOpt = [],  # noqa: B006 (typer needs a literal default)
+    output: OutputOpt = None,
+    rules: RulesOpt = [],  # noqa: B006
+    disable: DisableOpt = [],  # noqa: B006
+    strict: StrictOpt = False,
+    now: NowOpt = None,
+    quiet: QuietOpt = False,
+    skip_unreadable: SkipOpt = False,
+    regex_timeout: TimeoutOpt = 2.0,
+    max_decode_depth: DepthOpt = 3,
+) -> None:
+    """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan)."""
+    outputs = _outputs(fmt, output)
+    ruleset = _load_rules(rules, disable)
+    if max_decode_depth < 0 or regex_timeout <= 0:
+        raise _fail("--max-decode-depth must be >= 0 and --regex-timeout > 0")
+    options = ScanOptions(
+        now=_parse_now(now), regex_timeout=regex_timeout, decode=DecodeLimits(max_depth=max_decode_depth)
+    )
+    policy = Policy(strict=strict, skip_unreadable=skip_unreadable)
+    report = _run_scan(paths, ruleset, policy, options)
+    _emit(report, outputs, quiet)
+    raise typer.Exit(report.decision.exit_code)
+
+
+@app.command()
+def demo(
+    path: Annotated[Path | None, typer.Argument(help="Folder to write the demo dataset into (default: a temporary folder).")] = None,
+    fmt: FormatOpt = [],  # noqa: B006
+    output: OutputOpt = None,
+    strict: StrictOpt = False,
+    now: NowOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write a small agent-trace dataset with the documented secret-looking rows, then scan it."""
+    from shardscan.demo import write_demo_dataset
+
+    outputs = _outputs(fmt, output)
+    folder = path or Path(tempfile.mkdtemp(prefix="shardscan-demo-"))
+    shards = write_demo_dataset(folder)
+    typer.echo(f"demo dataset: {len(shards)} shards in {folder}", err=True)
+    ruleset = _load_rules([], [])
+    options = ScanOptions(now=_parse_now(now))
+    report = _run_scan([str(folder)], ruleset, Policy(strict=strict), options)
+    _emit(report, outputs, quiet)
+    raise typer.Exit(report.decision.exit_code)
+
+
+@rules_app.command("list")
+def rules_list(rules: RulesOpt = [], disable: DisableOpt = []) -> None:  # noqa: B006
+    """List the active rules: id, kind, severity, keywords and verifiers."""
+    ruleset = _load_rules(rules, disable)
+    for rule in ruleset.rules:
+        verify = ",".join(rule.verify) or "-"
+        typer.echo(f"{rule.id:40} {rule.kind:12} {rule.severity:9} keywords={','.join(rule.keywords)} verify={verify}")
+    typer.echo(f"{len(ruleset.rules)} rules, digest {ruleset.digest}")
+
+
+@rules_app.command("check")
+def rules_check(
+    files: Annotated[list[Path], typer.Argument(help="Rule files to check (default: the built-in rules).")] = [],  # noqa: B006
+) -> None:
+    """Run every example and negative example through the full detector; exit 1 if any fails."""
+    from shardscan.ruleset import load_rule_file
+    from shardscan.ruleset.check import check_ruleset
+
+    ruleset = _load_rules(files, [])
+    only = None
+    if files:
+        try:
+            only = {rule.id for f in files for rule in load_rule_file(f)}
+        except ConfigError as err:
+            raise _fail(str(err)) from None
+    results = check_ruleset(ruleset, only)
+    failures = [r for r in results if not r.ok]
+    for failure in failures:
+        typer.echo(f"FAIL {ruleset.get(failure.rule_id).source}: {failure.rule_id}: {failure.problem}")
+    checked = len({r.rule_id for r in results})
+    typer.echo(f"{checked} rules, {len(results)} examples checked, {len(failures)} failed")
+    raise typer.Exit(1 if failures else 0)
+
+
+@app.command()
+def version() -> None:
+    """Print the shardscan version."""
+    typer.echo(f"shardscan {__version__}")
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""The scan engine: read → prefilter → decode → detect → verify, one row group at a time."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from shardscan import decoders
+from shardscan.decoders import DecodeLimits
+from shardscan.detect import RegexTimeout, detect
+from shardscan.errors import ShardReadError, describe_exception
+from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
+from shardscan.prefilter import Prefilter
+from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, batch_from_table
+from shardscan.reader.parquet import metadata_leaf, open_parquet, read_row_group, row_group_offsets
+from shardscan.redaction import context_snippet, fingerprint, preview
+from shardscan.ruleset import Rule, Ruleset
+from shardscan.verifiers import VerifyContext, verify_candidate
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """Every knob of a scan, passed explicitly (no global settings)."""
+
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    regex_timeout: float = 2.0
+    decode: DecodeLimits = field(default_factory=DecodeLimits)
+    # Cells longer than this are scanned in overlapping windows, so that no secret is lost at a
+    # window boundary as long as it is shorter than the overlap.
+    window_chars: int = 4 * 1024 * 1024
+    window_overlap: int = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CellFinding:
+    """A finding of one cell text, before it is attached to the (possibly many) cells holding that text."""
+
+    rule_id: str
+    kind: str
+    severity: str
+    start: int
+    end: int
+    fingerprint: str
+    preview: str
+    verdict: object
+    detail: str
+    encoding: tuple[str, ...]
+    context: str
+
+
+@dataclass(slots=True)
+class _Timer:
+    totals: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def add(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.totals[stage] += now - since
+        return now
+
+
+class Scanner:
+    """A rule set compiled for scanning; reusable across shards and safe to send to worker processes."""
+
+    def __init__(self, ruleset: Ruleset, options: ScanOptions | None = None) -> None:
+        self.ruleset = ruleset
+        self.options = options or ScanOptions()
+        self.prefilter = Prefilter.from_keywords(ruleset.keywords, decoders.encoded_keyword_patterns(ruleset.keywords))
+        self.rules: tuple[Rule, ...] = ruleset.rules
+
+    # ---- whole shards -------------------------------------------------------------------
+
+    def scan_shard(self, shard: ShardRef) -> ShardResult:
+        """Scan every row group and the file metadata of one Parquet shard.
+
+        Never raises for bad data: unreadable parts become issues, and the findings of readable
+        row groups are kept.
+        """
+        started = time.perf_counter()
+        timer = _Timer()
+        try:
+            parquet = open_parquet(shard)
+        except ShardReadError as err:
+            issue = ScanIssue(shard.display, "unreadable", err.reason)
+            return ShardResult(shard.display, ScanStats(shards=1, seconds=time.perf_counter() - started), (), (issue,))
+        timer.add("read", started)
+        findings: list[Finding] = []
+        issues: list[ScanIssue] = []
+        stats = ScanStats(shards=1)
+        meta = metadata_leaf(parquet)
+        if meta is not None:
+            batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=(meta,))
+            f, i, s = self.scan_batch(batch, shard.display, timer)
+            findings += f
+            issues += i
+            stats += replace(s, row_groups=0)
+        for index, offset in enumerate(row_group_offsets(parquet)):
+            t = time.perf_counter()
+            try:
+                batch = read_row_group(shard, parquet, index, offset)
+            except ShardReadError as err:
+                issues.append(ScanIssue(shard.display, "unreadable", err.reason, row_group=index))
+                continue
+            timer.add("read", t)
+            f, i, s = self.scan_batch(batch, shard.display, timer)
+            findings += f
+            issues += i
+            stats += s
+        stats = replace(stats, seconds=time.perf_counter() - started)
+        return ShardResult(
+            shard.display,
+            stats,
+            tuple(sorted(findings, key=Finding.sort_key)),
+            tuple(issues),
+            tuple(sorted(timer.totals.items())),
+        )
+
+    def scan_table(self, table: pa.Table, shard: str = "<table>") -> ShardResult:
+        """Scan an in-memory table as if it were one shard with one row group."""
+        started = time.perf_counter()
+        timer = _Timer()
+        findings, issues, stats = self.scan_batch(batch_from_table(table), shard, timer)
+        stats = replace(stats, shards=1, seconds=time.perf_counter() - started)
+        return ShardResult(shard, stats, tuple(sorted(findings, key=Finding.sort_key)), tuple(issues))
+
+    # ---- one row group ------------------------------------------------------------------
+
+    def scan_batch(
+        self, batch: RowGroupBatch, shard: str, timer: _Timer | None = None
+    ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
+        """Prefilter every leaf of a row group, then scan only the selected cells.
+
+        Identical cell texts within the batch are scanned once; their findings are attributed to
+        every cell that holds them.
+        """
+        timer = timer or _Timer()
+        cells = nbytes = candidates = 0
+        by_text: dict[str, list[CellLocation]] = defaultdict(list)
+        for leaf in batch.leaves:
+            t = time.perf_counter()
+            values = leaf.values
+            cells += len(values) - values.null_count
+            nbytes += _byte_count(values)
+            selected = np.flatnonzero(self.prefilter.mask(values))
+            t = timer.add("prefilter", t)
+            for index in selected:
+                text = _as_text(values[int(index)].as_py())
+                row = int(leaf.rows[index])
+                row = row if row == METADATA_ROW else batch.row_offset + row
+                location = CellLocation(shard, row, leaf.column_path(int(index)), leaf.role(int(index)))
+                by_text[text].append(location)
+            candidates += len(selected)
+            timer.add("prefilter", t)
+        findings: list[Finding] = []
+        issues: list[ScanIssue] = []
+        for text, locations in by_text.items():
+            try:
+                cell_findings, limits = self.scan_text(text, timer)
+            except Exception as exc:  # fail closed: an engine bug is an incomplete scan, not a crash
+                cell_findings, limits = [], [f"internal error while scanning ({describe_exception(exc)})"]
+            for location in locations:
+                for message in limits:
+                    issues.append(
+                        ScanIssue(location.shard, "limit", message, batch.index if batch.index >= 0 else None,
+                                  location.row, location.column)
+                    )
+                findings.extend(_attach(cf, location) for cf in cell_findings)
+        stats = ScanStats(
+            row_groups=1 if batch.index >= 0 else 0,
+            rows=batch.num_rows,
+            cells=cells,
+            bytes=nbytes,
+            candidate_cells=candidates,
+        )
+        return findings, issues, stats
+
+    # ---- one cell -----------------------------------------------------------------------
+
+    def scan_text(self, text: str, timer: _Timer | None = None) -> tuple[list[CellFinding], list[str]]:
+        """Scan one cell's text: every window, every decoded view, every rule.
+
+        Returns the cell's findings and the limits it hit (each a message without cell content).
+        """
+        timer = timer or _Timer()
+        limits: list[str] = []
+        raw: list[tuple[Candidate, int, int]] = []
+        t = time.perf_counter()
+        for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
+            for view in decoders.views(window, self.options.decode, limits.append):
+                try:
+                    for cand in detect(view, self.rules, self.options.regex_timeout):
+                        start, end = view.original_span(cand.start, cand.end)
+                        raw.append((cand, offset + start, offset + end))
+                except RegexTimeout as err:
+                    limits.append(f"rule {err.rule_id}: pattern time limit ({self.options.regex_timeout:g}s) exceeded")
+        t = timer.add("match", t)
+        kept = _deduplicate(raw, self.ruleset)
+        context = VerifyContext(now=self.options.now, kind="")
+        spans = [(s, e, preview(c.secret)) for c, s, e in kept]
+        out: list[CellFinding] = []
+        for cand, start, end in kept:
+            rule = self.ruleset.get(cand.rule_id)
+            verification = verify_candidate(cand, rule.verify, replace(context, kind=rule.kind))
+            out.append(
+                CellFinding(
+                    rule_id=rule.id,
+                    kind=rule.kind,
+                    severity=rule.severity,
+                    start=start,
+                    end=end,
+                    fingerprint=fingerprint(cand.secret, rule.kind),
+                    preview=preview(cand.secret),
+                    verdict=verification.verdict,
+                    detail=verification.detail,
+                    encoding=cand.encoding,
+                    context=context_snippet(text, start, end, spans),
+                )
+            )
+        timer.add("verify", t)
+        return out, limits
+
+
+def _attach(cf: CellFinding, location: CellLocation) -> Finding:
+    return Finding(
+        rule_id=cf.rule_id,
+        kind=cf.kind,
+        severity=cf.severity,
+        location=location,
+        start=cf.start,
+        end=cf.end,
+        fingerprint=cf.fingerprint,
+        preview=cf.preview,
+        verdict=cf.verdict,  # type: ignore[arg-type]
+        detail=cf.detail,
+        encoding=cf.encoding,
+        context=cf.context,
+    )
+
+
+def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> list[tuple[Candidate, int, int]]:
+    """One finding per (rule, secret) in a cell, then drop matches nested inside another rule's match.
+
+    Of duplicates, the least-decoded, earliest occurrence wins. A match lying wholly inside a
+    longer match of another rule (the JWT inside a ``ghs_<appid>_<JWT>`` token) is the same secret.
+    """
+    best: dict[tuple[str, str], tuple[Candidate, int, int]] = {}
+    for cand, start, end in raw:
+        key = (cand.rule_id, fingerprint(cand.secret, ruleset.get(cand.rule_id).kind))
+        current = best.get(key)
+        if current is None or (len(cand.encoding), start) < (len(current[0].encoding), current[1]):
+            best[key] = (cand, start, end)
+    kept = sorted(best.values(), key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
+    out: list[tuple[Candidate, int, int]] = []
+    for item in kept:
+        cand, start, end = item
+        nested = any(
+            o[0].rule_id != cand.rule_id
+            and o[1] <= start
+            and end <= o[2]
+            and (o[2] - o[1]) > (end - start)
+            and len(o[0].secret) > len(cand.secret)
+            for o in kept
+        )
+        if not nested:
+            out.append(item)
+    return out
+
+
+def _windows(text: str, size: int, overlap: int) -> Iterable[tuple[int, str]]:
+    if len(text) <= size:
+        yield 0, text
+        return
+    step = max(1, size - overlap)
+    for offset in range(0, len(text), step):
+        yield offset, text[offset : offset + size]
+        if offset + size >= len(text):
+            break
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else ""
+
+
+def _byte_count(values: pa.Array) -> int:
+    if pa.types.is_dictionary(values.type):
+        lengths = pc.binary_length(values.dictionary).to_numpy(zero_copy_only=False)
+        lengths = np.nan_to_num(lengths.astype(float))
+        indices = values.indices.to_numpy(zero_copy_only=False)
+        valid = values.is_valid().to_numpy(zero_copy_only=False)
+        return int(lengths[indices[valid].astype(np.int64)].sum())
+    total = pc.sum(pc.binary_length(values)).as_py()
+    return int(total or 0)

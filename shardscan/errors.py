@@ -1,0 +1,42 @@
+"""Exception types; they carry locations and reasons, never cell contents."""
+
+from __future__ import annotations
+
+
+class ShardscanError(Exception):
+    """Root of every error shardscan raises on purpose."""
+
+
+class ConfigError(ShardscanError):
+    """A rule file, allowlist or option is invalid (the CLI maps this to exit code 2).
+
+    The message names the file and, where there is one, the rule or entry: ``rules/x.yaml: rule-id: what``.
+    """
+
+
+class ShardReadError(ShardscanError):
+    """A shard (or part of it) could not be read. Names the shard and row group, never the data."""
+
+    def __init__(self, shard: str, reason: str, row_group: int | None = None) -> None:
+        self.shard = shard
+        self.reason = reason
+        self.row_group = row_group
+        where = shard if row_group is None else f"{shard} (row group {row_group})"
+        super().__init__(f"{where}: {reason}")
+
+
+def describe_exception(exc: BaseException) -> str:
+    """A one-line reason for an exception raised while reading data, safe to print.
+
+    Library exceptions (pyarrow, zstd, OS) can quote the bytes they choked on; we keep the
+    exception type and only as much of the message as cannot carry a secret.
+    """
+    name = type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{name}: {exc.strerror}"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    # Long messages may echo data; keep a short, token-free prefix.
+    text = text[:160]
+    if any(len(tok) >= 16 for tok in text.split() if tok.isalnum()):
+        text = "(message withheld: it may quote scanned data)"
+    return f"{name}: {text}" if text else name

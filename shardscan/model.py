@@ -1,0 +1,150 @@
+"""Frozen values that cross stage boundaries: locations, candidates, findings, results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    """Outcome of offline verification of one candidate secret."""
+
+    VALID = "valid"
+    UNVERIFIED = "unverified"
+    ENCRYPTED = "encrypted"
+    EXPIRED = "expired"
+    INVALID = "invalid"
+    EXAMPLE = "example"
+    REDACTED = "redacted"
+
+
+class Status(StrEnum):
+    """Reconciliation state of a finding against the allowlist."""
+
+    NEW = "new"
+    ALLOWLISTED = "allowlisted"
+
+
+@dataclass(frozen=True, slots=True)
+class CellLocation:
+    """Where a cell lives: shard (relative to the scanned root), 0-based row, column path."""
+
+    shard: str
+    row: int
+    column: str
+    role: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """A verifier's verdict and a human-readable reason a reviewer can act on."""
+
+    verdict: Verdict
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A rule match inside one view of a cell. Holds plaintext: never leaves the engine."""
+
+    rule_id: str
+    secret: str
+    start: int
+    end: int
+    encoding: tuple[str, ...]
+    groups: tuple[tuple[str, str], ...] = ()
+
+    def group(self, name: str) -> str | None:
+        """Return the named capture group of the match, if the rule's pattern has it."""
+        for key, value in self.groups:
+            if key == name:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class AllowlistRef:
+    """The allowlist entry that accepted a finding."""
+
+    entry: int
+    reason: str
+    reviewer: str
+    reviewed: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One secret found at one cell location. Carries no plaintext, only previews and hashes."""
+
+    rule_id: str
+    kind: str
+    severity: str
+    location: CellLocation
+    start: int
+    end: int
+    fingerprint: str
+    preview: str
+    verdict: Verdict
+    detail: str
+    encoding: tuple[str, ...] = ()
+    context: str = ""
+    blocking: bool = True
+    status: Status = Status.NEW
+    allowlist: AllowlistRef | None = None
+
+    def sort_key(self) -> tuple:
+        """Stable report order: shard, row, column, offset, rule."""
+        loc = self.location
+        return (loc.shard, loc.row, loc.column, self.start, self.end, self.rule_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanIssue:
+    """A problem that made part of the scan incomplete (unreadable data or a limit hit)."""
+
+    shard: str
+    kind: str  # "unreadable" | "limit"
+    message: str
+    row_group: int | None = None
+    row: int | None = None
+    column: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanStats:
+    """Counters for what was actually read."""
+
+    shards: int = 0
+    row_groups: int = 0
+    rows: int = 0
+    cells: int = 0
+    bytes: int = 0
+    candidate_cells: int = 0
+    seconds: float = 0.0
+
+    def __add__(self, other: ScanStats) -> ScanStats:
+        return ScanStats(
+            shards=self.shards + other.shards,
+            row_groups=self.row_groups + other.row_groups,
+            rows=self.rows + other.rows,
+            cells=self.cells + other.cells,
+            bytes=self.bytes + other.bytes,
+            candidate_cells=self.candidate_cells + other.candidate_cells,
+            seconds=self.seconds + other.seconds,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ShardResult:
+    """Everything the engine learned about one shard."""
+
+    shard: str
+    stats: ScanStats
+    findings: tuple[Finding, ...] = ()
+    issues: tuple[ScanIssue, ...] = ()
+    timings: tuple[tuple[str, float], ...] = field(default=())
+
+    @property
+    def complete(self) -> bool:
+        """True when every cell of the shard was read and scanned within limits."""
+        return not self.issues

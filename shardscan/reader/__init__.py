@@ -1,0 +1,16 @@
+"""Reading stage: find shards and stream their string cells with exact locations."""
+
+from shardscan.reader.cells import LeafCells, flatten_column
+from shardscan.reader.parquet import METADATA_ROW, RowGroupBatch, batch_from_table, iter_row_groups
+from shardscan.reader.sources import ShardRef, discover
+
+__all__ = [
+    "METADATA_ROW",
+    "LeafCells",
+    "RowGroupBatch",
+    "ShardRef",
+    "batch_from_table",
+    "discover",
+    "flatten_column",
+    "iter_row_groups",
+]

@@ -1,0 +1,223 @@
+"""Flatten nested Arrow columns into leaf string arrays with vectorised cell locations.
+
+A leaf is every string-like array at any depth of a column (inside lists, structs and maps).
+Locations stay columnar: a column path is a template such as ``conversations[{}].content`` plus
+one aligned array per ``{}``; only the few cells the prefilter selects are ever formatted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+# Map keys are used in column paths only when they look like identifiers: a key could itself be
+# a secret, and a column path is printed everywhere. Other keys are shown by entry index.
+_SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,39}")
+
+
+@dataclass(frozen=True, slots=True)
+class LeafCells:
+    """One string-like leaf of a column, flattened to a single array of cells.
+
+    ``values`` is string, large_string, binary, large_binary, or a dictionary of those.
+    ``rows`` gives each value's row index within the batch. ``path_args`` holds one array per
+    ``{}`` placeholder of ``template``; ``roles`` the sibling ``role`` field, when there is one.
+    """
+
+    template: str
+    values: pa.Array
+    rows: np.ndarray
+    path_args: tuple[np.ndarray | list, ...] = ()
+    roles: pa.Array | None = None
+
+    def column_path(self, index: int) -> str:
+        """The column path of the cell at ``index`` in ``values``."""
+        if not self.path_args:
+            return self.template
+        return self.template.format(*(arg[index] for arg in self.path_args))
+
+    def role(self, index: int) -> str | None:
+        """The role of the message the cell at ``index`` belongs to, if known."""
+        if self.roles is None:
+            return None
+        value = self.roles[index].as_py()
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        return value
+
+
+def is_string_like(dtype: pa.DataType) -> bool:
+    """True for Arrow types whose values are scanned as text."""
+    if pa.types.is_dictionary(dtype):
+        return is_string_like(dtype.value_type)
+    return (
+        pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or pa.types.is_binary(dtype)
+        or pa.types.is_large_binary(dtype)
+        or pa.types.is_fixed_size_binary(dtype)
+        or _is_view(dtype)
+    )
+
+
+def _is_view(dtype: pa.DataType) -> bool:
+    return getattr(pa.types, "is_string_view", lambda _t: False)(dtype) or getattr(
+        pa.types, "is_binary_view", lambda _t: False
+    )(dtype)
+
+
+def _normalise_leaf(array: pa.Array) -> pa.Array:
+    """Cast view and fixed-size types to ones the compute kernels accept."""
+    dtype = array.type
+    if getattr(pa.types, "is_string_view", lambda _t: False)(dtype):
+        return array.cast(pa.large_string())
+    if getattr(pa.types, "is_binary_view", lambda _t: False)(dtype) or pa.types.is_fixed_size_binary(dtype):
+        return array.cast(pa.large_binary())
+    if pa.types.is_dictionary(dtype) and not (
+        pa.types.is_string(dtype.value_type)
+        or pa.types.is_large_string(dtype.value_type)
+        or pa.types.is_binary(dtype.value_type)
+        or pa.types.is_large_binary(dtype.value_type)
+    ):
+        return array.cast(pa.large_string()) if "string" in str(dtype.value_type) else array.cast(pa.large_binary())
+    return array
+
+
+def _is_list(dtype: pa.DataType) -> bool:
+    return (
+        pa.types.is_list(dtype)
+        or pa.types.is_large_list(dtype)
+        or pa.types.is_fixed_size_list(dtype)
+        or getattr(pa.types, "is_list_view", lambda _t: False)(dtype)
+        or getattr(pa.types, "is_large_list_view", lambda _t: False)(dtype)
+    )
+
+
+def _role_array(array: pa.StructArray, children: list[pa.Array]) -> pa.Array | None:
+    for i, fld in enumerate(array.type):
+        if fld.name == "role" and is_string_like(fld.type):
+            return _normalise_leaf(children[i])
+    return None
+
+
+def _escape_template(name: str) -> str:
+    return name.replace("{", "{{").replace("}", "}}")
+
+
+def flatten_column(name: str, array: pa.Array) -> Iterator[LeafCells]:
+    """Yield every string-like leaf of one top-level column (one chunk of a row-group batch)."""
+    rows = np.arange(len(array), dtype=np.int64)
+    yield from _flatten(array, rows, _escape_template(name), (), None)
+
+
+def _flatten(
+    array: pa.Array,
+    rows: np.ndarray,
+    template: str,
+    args: tuple,
+    roles: pa.Array | None,
+) -> Iterator[LeafCells]:
+    dtype = array.type
+    if is_string_like(dtype):
+        yield LeafCells(template, _normalise_leaf(array), rows, args, roles)
+        return
+    if pa.types.is_struct(dtype):
+        children = array.flatten()  # applies the struct's own nulls to its children
+        own_roles = _role_array(array, children)
+        if own_roles is not None:
+            roles = own_roles
+        for fld, child in zip(dtype, children):
+            yield from _flatten(child, rows, f"{template}.{_escape_template(fld.name)}", args, roles)
+        return
+    if pa.types.is_map(dtype):
+        yield from _flatten_map(array, rows, template, args, roles)
+        return
+    if _is_list(dtype):
+        values, parent, position = _unnest(array)
+        if len(values) == 0:
+            return
+        rows = rows[parent]
+        args = tuple(_take(arg, parent) for arg in args) + (position,)
+        roles = roles.take(pa.array(parent)) if roles is not None else None
+        yield from _flatten(values, rows, template + "[{}]", args, roles)
+        return
+    if pa.types.is_union(dtype):
+        for i in range(dtype.num_fields):
+            yield from _flatten(array.field(i), rows, f"{template}.{_escape_template(dtype[i].name)}", args, roles)
+        return
+    # Numbers, booleans, dates and the like cannot carry a credential: not cells.
+
+
+def _take(arg: np.ndarray | list, parent: np.ndarray) -> np.ndarray | list:
+    if isinstance(arg, np.ndarray):
+        return arg[parent]
+    return [arg[i] for i in parent]
+
+
+def _unnest(array: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Values of a list array with, for each value, its parent index and its index in the list."""
+    dtype = array.type
+    if pa.types.is_fixed_size_list(dtype):
+        # flatten() keeps the slots behind null lists of a fixed-size list; drop them here.
+        size = dtype.list_size
+        values = array.values.slice(array.offset * size, len(array) * size)
+        parent = np.repeat(np.arange(len(array), dtype=np.int64), size)
+        position = np.tile(np.arange(size, dtype=np.int64), len(array))
+        if array.null_count:
+            keep = np.repeat(np.asarray(array.is_valid().to_numpy(zero_copy_only=False)), size)
+            values = values.filter(pa.array(keep))
+            parent, position = parent[keep], position[keep]
+        return values, parent, position
+    values = array.flatten()
+    parent = pc.list_parent_indices(array).to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    starts = np.cumsum(lengths) - lengths
+    position = np.arange(len(values), dtype=np.int64) - starts[parent] if len(values) else np.zeros(0, np.int64)
+    return values, parent, position
+
+
+def _flatten_map(
+    array: pa.Array,
+    rows: np.ndarray,
+    template: str,
+    args: tuple,
+    roles: pa.Array | None,
+) -> Iterator[LeafCells]:
+    dtype = array.type
+    entry_type = pa.struct([pa.field("key", dtype.key_type), pa.field("value", dtype.item_type)])
+    as_list = array.cast(pa.list_(entry_type))
+    entries, parent, position = _unnest(as_list)
+    if len(entries) == 0:
+        return
+    rows = rows[parent]
+    args = tuple(_take(arg, parent) for arg in args)
+    roles = roles.take(pa.array(parent)) if roles is not None else None
+    keys, items = entries.flatten()
+    labels = [_key_label(key, pos) for key, pos in zip(keys.to_pylist(), position)]
+    yield from _flatten(keys, rows, template + "{{{}}}.key", args + (_entry_labels(position),), roles)
+    yield from _flatten(items, rows, template + "{{{}}}", args + (labels,), roles)
+
+
+def _entry_labels(position: np.ndarray) -> list[str]:
+    return [f"#{p}" for p in position]
+
+
+def _key_label(key: object, position: int) -> str:
+    if isinstance(key, bytes):
+        key = key.decode("utf-8", "replace")
+    if isinstance(key, (int, float)) or (isinstance(key, str) and _SAFE_KEY.fullmatch(key) and not _looks_secret(key)):
+        return str(key)
+    return f"#{position}"
+
+
+_LONG_RUN = re.compile(r"[A-Za-z0-9]{16,}")
+
+
+def _looks_secret(key: str) -> bool:
+    # Long unbroken alphanumeric runs (AKIA…, tokens) stay out of paths; OPENAI_API_KEY is fine.
+    return _LONG_RUN.search(key) is not None

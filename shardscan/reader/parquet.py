@@ -1,0 +1,98 @@
+"""Stream a Parquet shard row group by row group, as flattened string leaves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from shardscan.errors import ShardReadError, describe_exception
+from shardscan.reader.cells import LeafCells, flatten_column
+from shardscan.reader.sources import ShardRef
+
+# Parquet key/value metadata that pyarrow writes itself (a serialised schema): not user text.
+_GENERATED_METADATA_KEYS = {b"ARROW:schema"}
+METADATA_ROW = -1  # row index reported for file-level metadata cells
+
+
+@dataclass(frozen=True, slots=True)
+class RowGroupBatch:
+    """One row group of a shard, ready for the prefilter."""
+
+    index: int
+    row_offset: int
+    num_rows: int
+    leaves: tuple[LeafCells, ...]
+
+
+def open_parquet(shard: ShardRef) -> pq.ParquetFile:
+    """Open a shard's footer; raise ShardReadError naming the shard when it is not readable Parquet."""
+    try:
+        handle = shard.open()
+        return pq.ParquetFile(handle)
+    except ShardReadError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for bad files
+        raise ShardReadError(shard.display, f"not a readable Parquet file ({describe_exception(exc)})") from None
+
+
+def row_group_offsets(parquet: pq.ParquetFile) -> list[int]:
+    """First row index (within the shard) of each row group."""
+    offsets, total = [], 0
+    for i in range(parquet.metadata.num_row_groups):
+        offsets.append(total)
+        total += parquet.metadata.row_group(i).num_rows
+    return offsets
+
+
+def read_row_group(shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int) -> RowGroupBatch:
+    """Read and flatten one row group; raise ShardReadError naming the row group on failure."""
+    try:
+        table = parquet.read_row_group(index)
+    except Exception as exc:
+        raise ShardReadError(shard.display, f"row group unreadable ({describe_exception(exc)})", index) from None
+    return batch_from_table(table, index, row_offset)
+
+
+def batch_from_table(table: pa.Table, index: int = 0, row_offset: int = 0) -> RowGroupBatch:
+    """Flatten an in-memory table (one row group's worth) into leaves."""
+    leaves: list[LeafCells] = []
+    for name, column in zip(table.column_names, table.columns):
+        chunk_offset = 0
+        for chunk in column.chunks:
+            for leaf in flatten_column(name, chunk):
+                if chunk_offset:
+                    leaf = LeafCells(leaf.template, leaf.values, leaf.rows + chunk_offset, leaf.path_args, leaf.roles)
+                leaves.append(leaf)
+            chunk_offset += len(chunk)
+    return RowGroupBatch(index=index, row_offset=row_offset, num_rows=table.num_rows, leaves=tuple(leaves))
+
+
+def metadata_leaf(parquet: pq.ParquetFile) -> LeafCells | None:
+    """File key/value metadata as cells in column ``__metadata__.<key>`` (row -1)."""
+    import numpy as np
+
+    raw = parquet.metadata.metadata or {}
+    items = [(k, v) for k, v in raw.items() if k not in _GENERATED_METADATA_KEYS]
+    if not items:
+        return None
+    keys = [k.decode("utf-8", "replace") for k, _ in items]
+    labels = [k if len(k) <= 64 else f"#{i}" for i, k in enumerate(keys)]
+    values = pa.array([v for _, v in items], type=pa.large_binary())
+    rows = np.full(len(items), METADATA_ROW, dtype=np.int64)
+    return LeafCells("__metadata__.{}", values, rows, (labels,), None)
+
+
+def iter_row_groups(shard: ShardRef) -> Iterator[RowGroupBatch | ShardReadError]:
+    """Yield each row group's batch, or the error that made that row group unreadable.
+
+    Opening errors are raised; row-group errors are yielded so the other row groups still count.
+    """
+    parquet = open_parquet(shard)
+    for index, offset in enumerate(row_group_offsets(parquet)):
+        try:
+            yield read_row_group(shard, parquet, index, offset)
+        except ShardReadError as err:
+            yield err

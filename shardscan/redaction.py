@@ -1,0 +1,69 @@
+"""Turn a plaintext secret into what may leave the engine: a fingerprint, a preview, a masked context."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+PREVIEW_CHARS = 4
+CONTEXT_CHARS = 40
+# Any long token-like run in a context snippet is cut to its first characters: the snippet may hold
+# another secret that no rule matched (or that a disabled rule would have).
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9+/=_\-.~%]{20,}")
+_PEM_NOISE = re.compile(r"(?:\\r|\\n|\s)+")
+
+
+def normalise_secret(secret: str, kind: str) -> str:
+    """The canonical form a fingerprint is taken over.
+
+    Private keys are compared without line breaks (real or escaped) and indentation, so one key
+    has one fingerprint however it was wrapped; other secrets are taken exactly as matched.
+    """
+    if kind == "private-key":
+        return _PEM_NOISE.sub("", secret)
+    return secret
+
+
+def fingerprint(secret: str, kind: str = "") -> str:
+    """``sha256:`` and the hex SHA-256 of the (normalised) secret."""
+    return "sha256:" + hashlib.sha256(normalise_secret(secret, kind).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def preview(secret: str) -> str:
+    """The first four characters, an ellipsis and the length: never more."""
+    return f"{secret[:PREVIEW_CHARS]}…({len(secret)})"
+
+
+def mask_tokens(text: str) -> str:
+    """Cut every long token-like run in ``text`` to its first four characters."""
+    return _TOKEN_RUN.sub(lambda m: m.group(0)[:PREVIEW_CHARS] + "…", text)
+
+
+def context_snippet(cell: str, start: int, end: int, spans: list[tuple[int, int, str]]) -> str:
+    """A short, redacted window around ``cell[start:end]``.
+
+    ``spans`` are every finding span of the cell with its preview; each is replaced by its preview
+    in brackets and long token runs are masked *before* the window is cut, so the cut can never
+    expose the tail of a token that masking would otherwise have caught.
+    """
+    margin = CONTEXT_CHARS * 5
+    lo, hi = max(0, start - margin), min(len(cell), end + margin)
+    pieces: list[str] = []
+    cursor = lo
+    anchor = 0
+    for s, e, label in sorted(spans):
+        if e <= cursor or s >= hi:
+            continue
+        if s > cursor:
+            pieces.append(mask_tokens(cell[cursor:s]))
+        if (s, e) == (start, end) or (s <= start and end <= e):
+            anchor = sum(len(p) for p in pieces)
+        pieces.append(f"[{label}]")
+        cursor = max(cursor, e)
+    if cursor < hi:
+        pieces.append(mask_tokens(cell[cursor:hi]))
+    region = "".join(pieces)
+    marker_end = region.index("]", anchor) + 1 if "]" in region[anchor:] else anchor
+    cut_lo, cut_hi = max(0, anchor - CONTEXT_CHARS), min(len(region), marker_end + CONTEXT_CHARS)
+    snippet = region[cut_lo:cut_hi].replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ")
+    return ("…" if cut_lo > 0 or lo > 0 else "") + snippet + ("…" if cut_hi < len(region) or hi < len(cell) else "")

@@ -1,0 +1,131 @@
+"""The report: every shard's results reconciled under a policy, and the gate decision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shardscan import __version__
+from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
+from shardscan.policy import EXIT_BLOCKING, EXIT_CLEAN, EXIT_INCOMPLETE, GateDecision, Policy
+
+REPORT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSummary:
+    """Per-shard numbers for summaries and JUnit-style outputs."""
+
+    shard: str
+    stats: ScanStats
+    findings: int
+    blocking: int
+    issues: int
+
+
+@dataclass(frozen=True, slots=True)
+class AllowlistSummary:
+    """Allowlist reconciliation: which entries matched, which are stale or expired."""
+
+    path: str | None
+    entries: int = 0
+    matched: tuple[dict, ...] = ()
+    stale: tuple[dict, ...] = ()
+    expired: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a scan found, ready for any reporter. Holds no plaintext secret."""
+
+    stats: ScanStats
+    findings: tuple[Finding, ...]
+    issues: tuple[ScanIssue, ...]
+    shards: tuple[ShardSummary, ...]
+    policy: Policy
+    ruleset_digest: str
+    kinds: tuple[str, ...]
+    scanned_at: datetime
+    allowlist: AllowlistSummary | None = None
+    tool_version: str = __version__
+    timings: tuple[tuple[str, float], ...] = field(default=())
+
+    @property
+    def blocking(self) -> tuple[Finding, ...]:
+        """Findings that fail the gate."""
+        return tuple(f for f in self.findings if f.blocking)
+
+    @property
+    def unreadable(self) -> tuple[ScanIssue, ...]:
+        """Issues that mean part of the data was not read."""
+        return tuple(i for i in self.issues if i.kind == "unreadable")
+
+    @property
+    def decision(self) -> GateDecision:
+        """Exit 3 when the scan is incomplete (it cannot certify what it did not read), else 1 on
+        blocking findings (or stale allowlist entries under ``--fail-on-stale``), else 0."""
+        limits = [i for i in self.issues if i.kind != "unreadable"]
+        incomplete = limits + ([] if self.policy.skip_unreadable else list(self.unreadable))
+        if incomplete:
+            shards = len({i.shard for i in incomplete})
+            return GateDecision(EXIT_INCOMPLETE, False, f"scan incomplete: {len(incomplete)} problem(s) in {shards} shard(s)")
+        if self.blocking:
+            return GateDecision(EXIT_BLOCKING, False, f"{len(self.blocking)} blocking finding(s)")
+        if self.policy.fail_on_stale and self.allowlist and (self.allowlist.stale or self.allowlist.expired):
+            n = len(self.allowlist.stale) + len(self.allowlist.expired)
+            return GateDecision(EXIT_BLOCKING, False, f"{n} stale or expired allowlist entr{'y' if n == 1 else 'ies'}")
+        note = f" ({len(self.unreadable)} unreadable shard problem(s) skipped)" if self.unreadable else ""
+        return GateDecision(EXIT_CLEAN, True, f"no blocking findings{note}")
+
+
+def build_report(
+    results: list[ShardResult],
+    policy: Policy,
+    ruleset_digest: str,
+    kinds: tuple[str, ...],
+    scanned_at: datetime,
+    seconds: float,
+    extra_issues: tuple[ScanIssue, ...] = (),
+    allowlist: AllowlistSummary | None = None,
+) -> Report:
+    """Assemble a report from per-shard results whose findings are already reconciled."""
+    results = sorted(results, key=lambda r: r.shard)
+    stats = ScanStats()
+    timings: dict[str, float] = {}
+    for result in results:
+        stats += result.stats
+        for stage, secs in result.timings:
+            timings[stage] = timings.get(stage, 0.0) + secs
+    stats = ScanStats(
+        shards=len(results),
+        row_groups=stats.row_groups,
+        rows=stats.rows,
+        cells=stats.cells,
+        bytes=stats.bytes,
+        candidate_cells=stats.candidate_cells,
+        seconds=seconds,
+    )
+    findings = tuple(sorted((f for r in results for f in r.findings), key=Finding.sort_key))
+    issues = tuple(extra_issues) + tuple(i for r in results for i in r.issues)
+    shards = tuple(
+        ShardSummary(
+            shard=r.shard,
+            stats=r.stats,
+            findings=len(r.findings),
+            blocking=sum(1 for f in r.findings if f.blocking),
+            issues=len(r.issues),
+        )
+        for r in results
+    )
+    return Report(
+        stats=stats,
+        findings=findings,
+        issues=issues,
+        shards=shards,
+        policy=policy,
+        ruleset_digest=ruleset_digest,
+        kinds=kinds,
+        scanned_at=scanned_at,
+        allowlist=allowlist,
+        timings=tuple(sorted(timings.items())),
+    )

@@ -1,0 +1,105 @@
+"""JSON report: the stable, versioned contract the publish pipeline reads."""
+
+from __future__ import annotations
+
+import json
+
+from shardscan.model import Finding, ScanIssue
+from shardscan.report import REPORT_VERSION, Report
+
+
+def finding_dict(finding: Finding) -> dict:
+    """One finding as the JSON contract spells it."""
+    loc = finding.location
+    allow = finding.allowlist
+    return {
+        "rule_id": finding.rule_id,
+        "kind": finding.kind,
+        "severity": finding.severity,
+        "shard": loc.shard,
+        "row": loc.row,
+        "column": loc.column,
+        "role": loc.role,
+        "start": finding.start,
+        "end": finding.end,
+        "encoding": list(finding.encoding),
+        "fingerprint": finding.fingerprint,
+        "preview": finding.preview,
+        "verdict": str(finding.verdict),
+        "detail": finding.detail,
+        "blocking": finding.blocking,
+        "status": str(finding.status),
+        "allowlist": (
+            {"entry": allow.entry, "reason": allow.reason, "reviewer": allow.reviewer, "reviewed": allow.reviewed}
+            if allow
+            else None
+        ),
+        "context": finding.context,
+    }
+
+
+def issue_dict(issue: ScanIssue) -> dict:
+    """One scan issue (unreadable data or a limit hit)."""
+    return {
+        "shard": issue.shard,
+        "kind": issue.kind,
+        "row_group": issue.row_group,
+        "row": issue.row,
+        "column": issue.column,
+        "message": issue.message,
+    }
+
+
+def report_dict(report: Report) -> dict:
+    """The whole report as plain data (used by the JSON, JSONL and other machine formats)."""
+    stats = report.stats
+    decision = report.decision
+    allowlist = report.allowlist
+    return {
+        "version": REPORT_VERSION,
+        "tool": {"name": "shardscan", "version": report.tool_version, "ruleset": report.ruleset_digest},
+        "scanned_at": report.scanned_at.isoformat(timespec="seconds"),
+        "scanned": {
+            "shards": stats.shards,
+            "row_groups": stats.row_groups,
+            "rows": stats.rows,
+            "cells": stats.cells,
+            "bytes": stats.bytes,
+            "candidate_cells": stats.candidate_cells,
+            "seconds": round(stats.seconds, 3),
+        },
+        "kinds": list(report.kinds),
+        "policy": report.policy.to_dict(),
+        "gate": {"passed": decision.passed, "exit_code": decision.exit_code, "reason": decision.reason},
+        "findings": [finding_dict(f) for f in report.findings],
+        "errors": [issue_dict(i) for i in report.issues],
+        "allowlist": (
+            {
+                "path": allowlist.path,
+                "entries": allowlist.entries,
+                "matched": list(allowlist.matched),
+                "stale": list(allowlist.stale),
+                "expired": list(allowlist.expired),
+            }
+            if allowlist
+            else None
+        ),
+        "shards": [
+            {
+                "shard": s.shard,
+                "rows": s.stats.rows,
+                "row_groups": s.stats.row_groups,
+                "cells": s.stats.cells,
+                "bytes": s.stats.bytes,
+                "findings": s.findings,
+                "blocking": s.blocking,
+                "errors": s.issues,
+            }
+            for s in report.shards
+        ],
+    }
+
+
+def render(report: Report, _options: object = None) -> str:
+    """Pretty-printed JSON, keys in contract order."""
+    return json.dumps(report_dict(report), indent=2, ensure_ascii=False) + "\n"

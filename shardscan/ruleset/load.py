@@ -1,0 +1,210 @@
+"""Load rule files: parse YAML safely, then validate and compile, failing with ``file: rule-id: what``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from shardscan.errors import ConfigError
+from shardscan.ruleset.model import SEVERITIES, Example, Rule, Ruleset
+from shardscan.synth import has_template
+
+_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
+_OPTIONAL = ("min_entropy", "stopwords", "verify", "examples", "negative_examples", "references")
+_MAX_PATTERN_CHARS = 4000
+
+
+def builtin_rules_dir() -> Path:
+    """Where the built-in rules are: inside the installed wheel, or ``rules/`` of a source checkout."""
+    packaged = Path(__file__).resolve().parent.parent / "_builtin_rules"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent.parent / "rules"
+
+
+def builtin_rule_files() -> list[Path]:
+    """The built-in rule files, sorted by name."""
+    directory = builtin_rules_dir()
+    if not directory.is_dir():
+        raise ConfigError(f"{directory}: built-in rules not found (broken installation)")
+    return sorted(directory.glob("*.yaml"))
+
+
+def load_ruleset(
+    extra_files: Iterable[str | Path] = (),
+    *,
+    builtin: bool = True,
+    disable: Iterable[str] = (),
+) -> Ruleset:
+    """Load the built-in rules (unless ``builtin`` is false) plus ``extra_files``, minus ``disable``.
+
+    Raises ConfigError naming the file and rule for anything invalid, including an id defined
+    twice or a disabled id that does not exist.
+    """
+    files = (builtin_rule_files() if builtin else []) + [Path(p) for p in _expand(extra_files)]
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        for rule in load_rule_file(path):
+            if rule.id in seen:
+                raise ConfigError(f"{_label(path)}: {rule.id}: rule id already defined in {seen[rule.id]}")
+            seen[rule.id] = _label(path)
+            rules.append(rule)
+    disabled = set(disable)
+    unknown = disabled - set(seen) - {r.kind for r in rules}
+    if unknown:
+        raise ConfigError(f"--disable: no rule or kind named {', '.join(sorted(unknown))}")
+    return Ruleset(tuple(r for r in rules if r.id not in disabled and r.kind not in disabled))
+
+
+def _expand(paths: Iterable[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            out.extend(sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")))
+        else:
+            out.append(path)
+    return out
+
+
+def _label(path: Path) -> str:
+    """How errors name a rule file: ``rules/github.yaml`` for built-ins, the given path otherwise."""
+    try:
+        if path.resolve().parent == builtin_rules_dir().resolve():
+            return f"rules/{path.name}"
+    except OSError:
+        pass
+    return str(path)
+
+
+def load_rule_file(path: str | Path) -> list[Rule]:
+    """Parse and compile one rule file (a YAML list of rules, or a mapping with a ``rules`` list)."""
+    path = Path(path)
+    label = _label(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{label}: cannot read rule file ({type(exc).__name__})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{label}: not valid YAML{where}") from None
+    if isinstance(data, dict) and "rules" in data:
+        data = data["rules"]
+    if not isinstance(data, list):
+        raise ConfigError(f"{label}: expected a list of rules")
+    return [compile_rule(raw, label, i) for i, raw in enumerate(data)]
+
+
+def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
+    """Validate one raw rule mapping and compile it into a Rule."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{label}: rule #{index + 1}: expected a mapping")
+    rule_id = raw.get("id")
+    if not isinstance(rule_id, str) or not _ID.fullmatch(rule_id):
+        raise ConfigError(f"{label}: rule #{index + 1}: 'id' must be a kebab-case string")
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(f"{label}: {rule_id}: {message}")
+
+    for key in _REQUIRED:
+        if key not in raw:
+            raise fail(f"missing required field '{key}'")
+    unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL)
+    if unknown:
+        raise fail(f"unknown field(s) {', '.join(sorted(unknown))}")
+    for key in ("kind", "name", "description", "pattern"):
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise fail(f"'{key}' must be a non-empty string")
+    if not _ID.fullmatch(raw["kind"]):
+        raise fail("'kind' must be kebab-case")
+    if raw["severity"] not in SEVERITIES:
+        raise fail(f"'severity' must be one of {', '.join(SEVERITIES)}")
+    keywords = _string_list(raw, "keywords", fail, required=True)
+    stopwords = _string_list(raw, "stopwords", fail)
+    verify = _string_list(raw, "verify", fail)
+    _check_verifiers(verify, fail)
+    min_entropy = raw.get("min_entropy")
+    if min_entropy is not None and (not isinstance(min_entropy, (int, float)) or not 0 <= min_entropy <= 8):
+        raise fail("'min_entropy' must be a number between 0 and 8")
+    pattern = _compile_pattern(raw["pattern"], fail)
+    examples = _examples(raw, "examples", fail)
+    negatives = _examples(raw, "negative_examples", fail)
+    for example in examples:
+        # Templated examples are checked after expansion, by ``rules check``.
+        if not has_template(example.text) and not any(k in example.text for k in keywords):
+            raise fail(f"example {example.text[:40]!r} contains none of the rule's keywords (the prefilter would skip it)")
+    return Rule(
+        id=rule_id,
+        kind=raw["kind"],
+        name=raw["name"].strip(),
+        description=" ".join(raw["description"].split()),
+        severity=raw["severity"],
+        keywords=tuple(keywords),
+        pattern=pattern,
+        pattern_source=raw["pattern"],
+        source=label,
+        min_entropy=float(min_entropy) if min_entropy is not None else None,
+        stopwords=tuple(s.lower() for s in stopwords),
+        verify=tuple(verify),
+        examples=examples,
+        negative_examples=negatives,
+    )
+
+
+def _string_list(raw: dict, key: str, fail, required: bool = False) -> list[str]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise fail(f"'{key}' must be a list of non-empty strings")
+    if required and not value:
+        raise fail(f"'{key}' must not be empty")
+    return value
+
+
+def _check_verifiers(names: list[str], fail) -> None:
+    from shardscan.verifiers import VERIFIERS
+
+    for name in names:
+        if name not in VERIFIERS:
+            raise fail(f"unknown verifier '{name}' (known: {', '.join(sorted(VERIFIERS))})")
+
+
+def _compile_pattern(source: str, fail) -> regex.Pattern:
+    if len(source) > _MAX_PATTERN_CHARS:
+        raise fail(f"pattern longer than {_MAX_PATTERN_CHARS} characters")
+    try:
+        pattern = regex.compile(source)
+    except regex.error as exc:
+        raise fail(f"pattern does not compile: {exc}") from None
+    if "secret" not in pattern.groupindex:
+        raise fail("pattern has no named group 'secret'")
+    from shardscan.ruleset.safety import backtracking_risk
+
+    risk = backtracking_risk(source)
+    if risk:
+        raise fail(f"pattern risks catastrophic backtracking: {risk}")
+    return pattern
+
+
+def _examples(raw: dict, key: str, fail) -> tuple[Example, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list):
+        raise fail(f"'{key}' must be a list")
+    out: list[Example] = []
+    for item in value:
+        if isinstance(item, str):
+            out.append(Example(item))
+        elif isinstance(item, dict) and isinstance(item.get("text"), str) and set(item) <= {"text", "verdict"}:
+            out.append(Example(item["text"], item.get("verdict")))
+        else:
+            raise fail(f"each of '{key}' must be a string or a mapping with 'text' (and optional 'verdict')")
+    return tuple(out)

@@ -1,0 +1,87 @@
+"""Compiled rules and rule sets, as the detector uses them."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import regex
+
+SEVERITIES = ("critical", "high", "medium", "low", "info")
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """A rule example: text (possibly a ``{{generator}}`` template) and, optionally, its expected verdict."""
+
+    text: str
+    verdict: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One detection rule, validated and compiled."""
+
+    id: str
+    kind: str
+    name: str
+    description: str
+    severity: str
+    keywords: tuple[str, ...]
+    pattern: regex.Pattern = field(repr=False, compare=False)
+    pattern_source: str
+    source: str
+    min_entropy: float | None = None
+    stopwords: tuple[str, ...] = ()
+    verify: tuple[str, ...] = ()
+    examples: tuple[Example, ...] = ()
+    negative_examples: tuple[Example, ...] = ()
+
+    def keyword_in(self, text: str) -> bool:
+        """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter)."""
+        return any(keyword in text for keyword in self.keywords)
+
+
+@dataclass(frozen=True, slots=True)
+class Ruleset:
+    """An ordered, id-unique collection of rules."""
+
+    rules: tuple[Rule, ...]
+    _by_id: dict[str, Rule] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {rule.id: rule for rule in self.rules})
+
+    def get(self, rule_id: str) -> Rule:
+        """The rule with this id (KeyError if absent)."""
+        return self._by_id[rule_id]
+
+    def __contains__(self, rule_id: object) -> bool:
+        return rule_id in self._by_id
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        """Every keyword of every rule, deduplicated, in a stable order."""
+        seen: dict[str, None] = {}
+        for rule in self.rules:
+            for keyword in rule.keywords:
+                seen.setdefault(keyword, None)
+        return tuple(seen)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The credential families covered, sorted."""
+        return tuple(sorted({rule.kind for rule in self.rules}))
+
+    @property
+    def digest(self) -> str:
+        """A short hash identifying the exact rule definitions (for reports and caches)."""
+        h = hashlib.sha256()
+        for rule in self.rules:
+            h.update(
+                repr(
+                    (rule.id, rule.kind, rule.severity, rule.keywords, rule.pattern_source, rule.min_entropy,
+                     rule.stopwords, rule.verify)
+                ).encode()
+            )
+        return h.hexdigest()[:12]

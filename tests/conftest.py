@@ -1,0 +1,49 @@
+"""Shared fixtures: rule sets, a fixed clock, and helpers that build shards in code."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from shardscan.engine import ScanOptions
+from shardscan.ruleset import Ruleset, load_ruleset
+
+FIXED_NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+CONVERSATIONS = pa.list_(pa.struct([pa.field("content", pa.string()), pa.field("role", pa.string())]))
+TRACE_COLUMNS = (
+    "agent", "model", "model_provider", "date", "task", "episode", "run_id", "trial_name", "result",
+    "instruction", "verifier_output", "trace_source",
+)
+TRACE_SCHEMA = pa.schema([pa.field("conversations", CONVERSATIONS), *(pa.field(c, pa.string()) for c in TRACE_COLUMNS)])
+
+
+@pytest.fixture(scope="session")
+def ruleset() -> Ruleset:
+    return load_ruleset()
+
+
+@pytest.fixture
+def options() -> ScanOptions:
+    return ScanOptions(now=FIXED_NOW)
+
+
+def trace_row(messages: Sequence[tuple[str, str]] = (), **columns: str) -> dict:
+    """One row of the agent-trace schema; unspecified string columns get harmless values."""
+    row = {c: f"{c}-value" for c in TRACE_COLUMNS}
+    row.update(columns)
+    row["conversations"] = [{"role": role, "content": content} for role, content in messages]
+    return row
+
+
+def write_trace_shard(path: Path, rows: Sequence[dict], row_group_size: int | None = None) -> Path:
+    """Write rows of the agent-trace schema to a Parquet shard."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(list(rows), schema=TRACE_SCHEMA)
+    pq.write_table(table, path, row_group_size=row_group_size)
+    return path
