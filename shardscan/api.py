@@ -13,7 +13,7 @@ from shardscan.model import ScanIssue, ShardResult
 from shardscan.policy import Policy
 from shardscan.reader import ShardRef, discover
 from shardscan.reconcile import apply_policy
-from shardscan.report import Report, build_report
+from shardscan.report import Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
 ProgressCallback = Callable[[ShardResult], None]
@@ -89,6 +89,7 @@ def _finish(
         scanned_at=options.now.astimezone(UTC) if options.now.tzinfo else options.now.replace(tzinfo=UTC),
         seconds=time.perf_counter() - started,
         extra_issues=extra,
+        rules=tuple(RuleInfo(r.id, r.kind, r.name, r.description, r.severity) for r in ruleset.rules),
     )
 
 

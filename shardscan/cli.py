@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from datetime import UTC, date, datetime
@@ -97,7 +98,9 @@ def _use_color() -> bool:
 def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -> None:
     for fmt, path in outputs:
         color = path is None and _use_color() and fmt == "terminal"
-        text = render(report, fmt, RenderOptions(color=color, quiet=quiet))
+        # A terminal gets its own width; files and pipes (CI logs) get wide lines rather than folded cells.
+        width = shutil.get_terminal_size().columns if path is None and sys.stdout.isatty() else 160
+        text = render(report, fmt, RenderOptions(color=color, quiet=quiet, width=width))
         if path is None:
             sys.stdout.write(text)
         else:

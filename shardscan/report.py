@@ -35,6 +35,17 @@ class AllowlistSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class RuleInfo:
+    """What reporters need to know about a rule (SARIF rule entries, legends): never its pattern."""
+
+    id: str
+    kind: str
+    name: str
+    description: str
+    severity: str
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """What a scan found, ready for any reporter. Holds no plaintext secret."""
 
@@ -49,6 +60,7 @@ class Report:
     allowlist: AllowlistSummary | None = None
     tool_version: str = __version__
     timings: tuple[tuple[str, float], ...] = field(default=())
+    rules: tuple[RuleInfo, ...] = ()
 
     @property
     def blocking(self) -> tuple[Finding, ...]:
@@ -87,6 +99,7 @@ def build_report(
     seconds: float,
     extra_issues: tuple[ScanIssue, ...] = (),
     allowlist: AllowlistSummary | None = None,
+    rules: tuple[RuleInfo, ...] = (),
 ) -> Report:
     """Assemble a report from per-shard results whose findings are already reconciled."""
     results = sorted(results, key=lambda r: r.shard)
@@ -128,4 +141,5 @@ def build_report(
         scanned_at=scanned_at,
         allowlist=allowlist,
         timings=tuple(sorted(timings.items())),
+        rules=tuple(rules),
     )

@@ -21,15 +21,28 @@ Renderer = Callable[[Report, RenderOptions], str]
 
 
 def _registry() -> dict[str, Renderer]:
-    from shardscan.reporters import json_report, terminal
+    # Imported lazily so `import shardscan` stays cheap; the dict is the single list of formats.
+    from shardscan.reporters import card, html, json_report, jsonl, junit, markdown, sarif, terminal
 
     return {
         "terminal": terminal.render,
         "json": json_report.render,
+        "jsonl": jsonl.render,
+        "sarif": sarif.render,
+        "markdown": markdown.render,
+        "html": html.render,
+        "card": card.render,
+        "junit": junit.render,
     }
 
 
-FORMATS: tuple[str, ...] = ("terminal", "json")
+FORMATS: tuple[str, ...] = ("terminal", "json", "jsonl", "sarif", "markdown", "html", "card", "junit")
+
+# File name suffix per format, for callers that write every format into one folder (e.g. the gate).
+EXTENSIONS: dict[str, str] = {
+    "terminal": ".txt", "json": ".json", "jsonl": ".jsonl", "sarif": ".sarif", "markdown": ".md",
+    "html": ".html", "card": ".md", "junit": ".xml",
+}
 
 
 def render(report: Report, fmt: str, options: RenderOptions | None = None) -> str:

@@ -6,6 +6,7 @@ import json
 
 from shardscan.model import Finding, ScanIssue
 from shardscan.report import REPORT_VERSION, Report
+from shardscan.reporters._common import shard_rows, summary_numbers
 
 
 def finding_dict(finding: Finding) -> dict:
@@ -55,6 +56,7 @@ def report_dict(report: Report) -> dict:
     stats = report.stats
     decision = report.decision
     allowlist = report.allowlist
+    per_shard = {row.shard: row for row in shard_rows(report)}
     return {
         "version": REPORT_VERSION,
         "tool": {"name": "shardscan", "version": report.tool_version, "ruleset": report.ruleset_digest},
@@ -68,7 +70,12 @@ def report_dict(report: Report) -> dict:
             "candidate_cells": stats.candidate_cells,
             "seconds": round(stats.seconds, 3),
         },
+        "summary": summary_numbers(report),
         "kinds": list(report.kinds),
+        "rules": [
+            {"id": r.id, "kind": r.kind, "name": r.name, "severity": r.severity, "description": r.description}
+            for r in report.rules
+        ],
         "policy": report.policy.to_dict(),
         "gate": {"passed": decision.passed, "exit_code": decision.exit_code, "reason": decision.reason},
         "findings": [finding_dict(f) for f in report.findings],
@@ -93,6 +100,8 @@ def report_dict(report: Report) -> dict:
                 "bytes": s.stats.bytes,
                 "findings": s.findings,
                 "blocking": s.blocking,
+                "allowlisted": per_shard[s.shard].allowlisted,
+                "by_verdict": per_shard[s.shard].by_verdict,
                 "errors": s.issues,
             }
             for s in report.shards

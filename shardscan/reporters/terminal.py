@@ -1,15 +1,25 @@
-"""Terminal report (rich): summary, findings table, allowlist section and the gate decision."""
+"""Terminal report (rich): per-shard summary, findings grouped by kind, allowlist, and the gate decision."""
 
 from __future__ import annotations
 
 import io
-from collections import Counter
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from shardscan.report import Report
+from shardscan.reporters._common import (
+    VERDICTS,
+    entry_text,
+    gate_why,
+    human_bytes,
+    issue_where,
+    shard_rows,
+    sorted_by_kind,
+    summary_numbers,
+)
 
 _VERDICT_STYLE = {
     "valid": "bold red",
@@ -21,77 +31,106 @@ _VERDICT_STYLE = {
     "redacted": "cyan",
 }
 
+# Above this many shards the summary lists only shards with findings or errors: a 1,000-shard
+# release should not print 1,000 clean lines before the part a reviewer needs.
+MAX_CLEAN_SHARD_LINES = 20
 
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
+
+def _t(value: object, style: str = "") -> Text:
+    # Every cell is a Text, never a str: rich would parse "[...]" in scanned data (column paths,
+    # contexts) as markup, mangling it or raising on a stray "[/]". Text also drops control codes.
+    return Text(str(value), style=style)
 
 
 def render(report: Report, options) -> str:
-    """The human-readable audit, as text (with ANSI colour when ``options.color``)."""
+    """The human-readable audit as text, with ANSI colour only when ``options.color``.
+
+    ``options.quiet`` prints just the gate decision line.
+    """
     buffer = io.StringIO()
     console = Console(
         file=buffer, force_terminal=options.color, no_color=not options.color, width=options.width,
-        highlight=False, soft_wrap=False,
+        highlight=False, soft_wrap=False, emoji=False, markup=False,
     )
-    decision = report.decision
+    table_box = box.SIMPLE_HEAD if options.color else box.ASCII2
     if not options.quiet:
-        _summary(console, report)
-        _findings(console, report)
+        _header(console, report)
+        _shards(console, report, table_box)
+        _findings(console, report, table_box)
         _issues(console, report)
         _allowlist(console, report)
-    style = "bold green" if decision.passed else "bold red"
-    verdict = "PASS" if decision.passed else "FAIL"
-    console.print(Text(f"gate: {verdict} (exit {decision.exit_code}): {decision.reason}", style=style))
-    return buffer.getvalue()
+    _decision(console, report, options.quiet)
+    # rich pads titles and cells to the table width; trailing blanks only add noise to logs and diffs.
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
-def _summary(console: Console, report: Report) -> None:
+def _header(console: Console, report: Report) -> None:
     s = report.stats
-    verdicts = Counter(str(f.verdict) for f in report.findings)
-    by_verdict = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) or "none"
+    n = summary_numbers(report)
     console.print(
-        f"shardscan {report.tool_version} (rules {report.ruleset_digest}): scanned {s.shards} shard(s), "
-        f"{s.row_groups} row group(s), {s.rows:,} rows, {s.cells:,} string cells, {_human_bytes(s.bytes)} "
-        f"in {s.seconds:.2f}s"
+        _t(f"shardscan {report.tool_version} (rules {report.ruleset_digest}), "
+           f"{report.scanned_at.date().isoformat()}", "bold")
     )
-    console.print(f"findings: {len(report.findings)} ({by_verdict}); blocking: {len(report.blocking)}")
+    console.print(
+        _t(f"scanned {s.shards} shard(s), {s.row_groups} row group(s), {s.rows:,} rows, {s.cells:,} string cells, "
+           f"{human_bytes(s.bytes)} in {s.seconds:.2f}s")
+    )
+    by_verdict = ", ".join(f"{c} {v}" for v, c in n["by_verdict"].items() if c) or "none"
+    console.print(
+        _t(f"findings: {n['findings']} ({by_verdict}); blocking: {n['blocking']}; allowlisted: {n['allowlisted']}; "
+           f"errors: {n['errors']}")
+    )
 
 
-def _findings(console: Console, report: Report) -> None:
-    if not report.findings:
+def _shards(console: Console, report: Report, table_box: box.Box) -> None:
+    rows = shard_rows(report)
+    if not rows:
         return
-    table = Table(title="Findings", title_justify="left", show_lines=False, expand=False)
-    for header in ("kind", "rule", "shard", "row", "column", "role", "verdict", "status", "preview", "detail"):
-        table.add_column(header, overflow="fold")
-    for f in sorted(report.findings, key=lambda f: (f.kind, f.sort_key())):
-        loc = f.location
-        verdict = Text(str(f.verdict), style=_VERDICT_STYLE.get(str(f.verdict), ""))
-        status = str(f.status) + (" BLOCKING" if f.blocking else "")
+    shown = rows if len(rows) <= MAX_CLEAN_SHARD_LINES else [r for r in rows if r.findings or r.issues]
+    hidden = len(rows) - len(shown)
+    verdicts = [v for v in VERDICTS if any(r.by_verdict[v] for r in rows)]
+    title = "Shards" + (f" ({len(shown)} with findings or errors; {hidden} clean shard(s) not listed)" if hidden else "")
+    table = Table(title=title, title_justify="left", box=table_box, expand=False)
+    table.add_column("shard", no_wrap=True)
+    for header in ("rows", "cells", "bytes", "findings", *verdicts, "blocking", "errors"):
+        table.add_column(header, justify="right")
+    for r in shown:
+        state = "bold red" if r.failed else ""
         table.add_row(
-            f.kind, f.rule_id, loc.shard, str(loc.row), loc.column, loc.role or "", verdict, status, f.preview,
-            f.detail,
+            _t(r.shard, state), _t(f"{r.rows:,}"), _t(f"{r.cells:,}"), _t(human_bytes(r.bytes)), _t(r.findings),
+            *(_t(r.by_verdict[v] or "", _VERDICT_STYLE[v]) for v in verdicts),
+            _t(r.blocking or "", "bold red"), _t(len(r.issues) or "", "bold yellow"),
         )
     console.print(table)
+
+
+def _findings(console: Console, report: Report, table_box: box.Box) -> None:
+    for kind, findings in sorted_by_kind(report.findings).items():
+        table = Table(title=f"{kind}: {len(findings)} finding(s)", title_justify="left", box=table_box, expand=False)
+        for header in ("rule", "shard", "row", "column", "role", "verdict", "status", "preview", "detail"):
+            # Identifiers stay on one line (a folded shard name is unreadable); free text wraps.
+            table.add_column(header, overflow="fold", no_wrap=header not in ("column", "detail"),
+                             justify="right" if header == "row" else "left")
+        for f in findings:
+            loc = f.location
+            status = str(f.status) + (" BLOCKING" if f.blocking else "")
+            detail = f.detail
+            if f.allowlist is not None:
+                detail += f" | allowlist entry {f.allowlist.entry}: {f.allowlist.reason}"
+            table.add_row(
+                _t(f.rule_id), _t(loc.shard), _t(loc.row), _t(loc.column), _t(loc.role or ""),
+                _t(f.verdict, _VERDICT_STYLE.get(str(f.verdict), "")), _t(status, "bold red" if f.blocking else ""),
+                _t(f.preview), _t(detail),
+            )
+        console.print(table)
 
 
 def _issues(console: Console, report: Report) -> None:
     if not report.issues:
         return
-    console.print(Text(f"errors: {len(report.issues)} (the scan is incomplete where these are)", style="bold yellow"))
+    console.print(_t(f"errors: {len(report.issues)} (the scan is incomplete where these are)", "bold yellow"))
     for issue in report.issues:
-        where = issue.shard
-        if issue.row_group is not None:
-            where += f" row group {issue.row_group}"
-        if issue.row is not None:
-            where += f" row {issue.row}"
-        if issue.column:
-            where += f" {issue.column}"
-        console.print(f"  [{issue.kind}] {where}: {issue.message}", markup=False)
+        console.print(_t(f"  [{issue.kind}] {issue_where(issue)}: {issue.message}"))
 
 
 def _allowlist(console: Console, report: Report) -> None:
@@ -99,11 +138,27 @@ def _allowlist(console: Console, report: Report) -> None:
     if allow is None:
         return
     console.print(
-        f"allowlist {allow.path}: {allow.entries} entr{'y' if allow.entries == 1 else 'ies'}, "
-        f"{len(allow.matched)} matched, {len(allow.stale)} stale, {len(allow.expired)} expired"
+        _t(f"allowlist {allow.path}: {allow.entries} entr{'y' if allow.entries == 1 else 'ies'}, "
+           f"{len(allow.matched)} matched, {len(allow.stale)} stale, {len(allow.expired)} expired", "bold")
     )
+    for f in report.findings:
+        if f.allowlist is not None:
+            console.print(
+                _t(f"  accepted: {f.location.shard} row {f.location.row} {f.location.column} ({f.rule_id}, "
+                   f"{f.preview}) by entry {f.allowlist.entry}, reviewed by {f.allowlist.reviewer} "
+                   f"on {f.allowlist.reviewed}: {f.allowlist.reason}")
+            )
     for entry in allow.stale:
-        console.print(f"  stale: entry {entry.get('entry')} ({entry.get('fingerprint', '')[:19]}…) matched nothing",
-                      markup=False)
+        console.print(_t(f"  stale (matched nothing): {entry_text(entry)}", "yellow"))
     for entry in allow.expired:
-        console.print(f"  expired: entry {entry.get('entry')} expired {entry.get('expires')}", markup=False)
+        console.print(_t(f"  expired: {entry_text(entry)}", "yellow"))
+
+
+def _decision(console: Console, report: Report, quiet: bool) -> None:
+    decision = report.decision
+    style = "bold green" if decision.passed else "bold red"
+    verdict = "PASS" if decision.passed else "FAIL"
+    console.print(_t(f"gate: {verdict} (exit {decision.exit_code}): {decision.reason}", style))
+    if not quiet:
+        for line in gate_why(report):
+            console.print(_t(f"  why: {line}"))

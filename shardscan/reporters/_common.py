@@ -1,0 +1,168 @@
+"""Numbers and wording shared by every reporter, so all formats say the same thing the same way."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from shardscan.model import Finding, ScanIssue, Status, Verdict
+from shardscan.report import Report
+
+VERDICTS: tuple[str, ...] = tuple(str(v) for v in Verdict)
+
+# What each verdict means to the person signing off a release (legends in HTML and Markdown).
+VERDICT_MEANING: dict[str, str] = {
+    "valid": "verified offline as a working credential (structure, checksum or key material)",
+    "unverified": "looks like a credential; no offline check could confirm or rule it out",
+    "encrypted": "an encrypted private key: harmless only while its passphrase stays secret",
+    "expired": "a credential that has expired (e.g. a JWT past its exp)",
+    "invalid": "fails the credential's own structure or checksum: not usable",
+    "example": "a documented example or placeholder value",
+    "redacted": "an elided or masked value (e.g. a key body replaced by an omission marker)",
+}
+
+# Display names of credential families, for the dataset card and legends; unknown kinds show as-is.
+KIND_NAMES: dict[str, str] = {
+    "anthropic": "Anthropic API keys",
+    "aws": "AWS access keys",
+    "github": "GitHub tokens",
+    "huggingface": "Hugging Face tokens",
+    "jwt": "JSON Web Tokens",
+    "openai": "OpenAI API keys",
+    "private-key": "PEM private keys",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ShardRow:
+    """One line of a per-shard summary, including shards known only from an error (e.g. a missing path)."""
+
+    shard: str
+    rows: int
+    row_groups: int
+    cells: int
+    bytes: int
+    findings: int
+    blocking: int
+    allowlisted: int
+    by_verdict: dict[str, int]
+    issues: tuple[ScanIssue, ...]
+
+    @property
+    def unreadable(self) -> bool:
+        """True when part of the shard could not be read."""
+        return any(i.kind == "unreadable" for i in self.issues)
+
+    @property
+    def failed(self) -> bool:
+        """True when this shard alone would fail the gate: blocking findings or an incomplete read."""
+        return self.blocking > 0 or bool(self.issues)
+
+
+def verdict_counts(findings: tuple[Finding, ...] | list[Finding]) -> dict[str, int]:
+    """Findings per verdict, every verdict present (zeros included), in the Verdict enum's order."""
+    counts = Counter(str(f.verdict) for f in findings)
+    return {v: counts.get(v, 0) for v in VERDICTS}
+
+
+def shard_rows(report: Report) -> list[ShardRow]:
+    """Per-shard numbers in shard order; a path that produced only an error gets a zero row."""
+    findings: dict[str, list[Finding]] = {}
+    for f in report.findings:
+        findings.setdefault(f.location.shard, []).append(f)
+    issues: dict[str, list[ScanIssue]] = {}
+    for i in report.issues:
+        issues.setdefault(i.shard, []).append(i)
+    rows: list[ShardRow] = []
+    known = set()
+    for s in report.shards:
+        known.add(s.shard)
+        fs = findings.get(s.shard, [])
+        rows.append(
+            ShardRow(
+                shard=s.shard, rows=s.stats.rows, row_groups=s.stats.row_groups, cells=s.stats.cells,
+                bytes=s.stats.bytes, findings=len(fs), blocking=sum(1 for f in fs if f.blocking),
+                allowlisted=sum(1 for f in fs if f.status == Status.ALLOWLISTED), by_verdict=verdict_counts(fs),
+                issues=tuple(issues.get(s.shard, ())),
+            )
+        )
+    for shard in sorted(set(issues) - known):
+        rows.append(ShardRow(shard, 0, 0, 0, 0, 0, 0, 0, verdict_counts([]), tuple(issues[shard])))
+    return sorted(rows, key=lambda r: r.shard)
+
+
+def summary_numbers(report: Report) -> dict:
+    """The headline numbers every format carries (a test checks they agree across formats)."""
+    return {
+        "shards": report.stats.shards,
+        "findings": len(report.findings),
+        "blocking": len(report.blocking),
+        "allowlisted": sum(1 for f in report.findings if f.status == Status.ALLOWLISTED),
+        "errors": len(report.issues),
+        "by_verdict": verdict_counts(report.findings),
+    }
+
+
+def issue_where(issue: ScanIssue) -> str:
+    """Where an issue is, in words: ``shard row group 2 row 5 column``."""
+    where = issue.shard
+    if issue.row_group is not None:
+        where += f" row group {issue.row_group}"
+    if issue.row is not None:
+        where += f" row {issue.row}"
+    if issue.column:
+        where += f" {issue.column}"
+    return where
+
+
+def gate_why(report: Report) -> list[str]:
+    """Why the gate decided as it did, beyond the one-line reason: the policy that was applied."""
+    policy = report.policy
+    blocking = "every verdict (--strict)" if policy.strict else ", ".join(str(v) for v in policy.blocking_verdicts)
+    lines = [f"blocking verdicts: {blocking}; allowlisted findings never block"]
+    unreadable = report.unreadable
+    limits = [i for i in report.issues if i.kind != "unreadable"]
+    if unreadable:
+        how = "reported but not failing (--skip-unreadable)" if policy.skip_unreadable else "exit 3: an unread shard cannot be certified clean"
+        lines.append(f"{len(unreadable)} unreadable problem(s): {how}")
+    if limits:
+        lines.append(f"{len(limits)} limit(s) hit: exit 3, part of the data was not fully scanned")
+    allow = report.allowlist
+    if allow and (allow.stale or allow.expired):
+        effect = "fail the gate (--fail-on-stale)" if policy.fail_on_stale else "reported, not failing"
+        lines.append(f"{len(allow.stale)} stale and {len(allow.expired)} expired allowlist entr(ies): {effect}")
+    return lines
+
+
+def entry_text(entry: dict) -> str:
+    """One allowlist entry (matched, stale or expired) in words, from whichever fields it has."""
+    parts = [f"entry {entry.get('entry', '?')}"]
+    for key in ("rule_id", "rule", "kind", "shard", "row", "column"):
+        if entry.get(key) not in (None, ""):
+            parts.append(f"{key}={entry[key]}")
+    fp = entry.get("fingerprint")
+    if fp:
+        parts.append(str(fp)[:19] + "…")
+    if entry.get("expires"):
+        parts.append(f"expires {entry['expires']}")
+    if entry.get("reason"):
+        parts.append(f"reason: {entry['reason']}")
+    return ", ".join(parts)
+
+
+def human_bytes(n: int) -> str:
+    """``665.6 KB`` style sizes."""
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def sorted_by_kind(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
+    """Findings grouped by credential kind (kinds sorted), each group in report order."""
+    groups: dict[str, list[Finding]] = {}
+    for f in sorted(findings, key=lambda f: (f.kind, f.sort_key())):
+        groups.setdefault(f.kind, []).append(f)
+    return groups
