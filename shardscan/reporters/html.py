@@ -72,7 +72,8 @@ th.sortable{cursor:pointer;user-select:none}th.sortable:hover{background:#eef2ff
 th[aria-sort=ascending]::after{content:" \\25B2";font-size:10px}
 th[aria-sort=descending]::after{content:" \\25BC";font-size:10px}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.wrap{word-break:break-all;min-width:140px}
+td.wrap{overflow-wrap:anywhere;min-width:140px}
+code.preview{white-space:nowrap}
 code{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f3f4f6;padding:1px 4px;border-radius:4px}
 .pill{display:inline-block;padding:0 8px;border-radius:999px;color:#fff;font-size:12px;font-weight:600}
 .blocking{color:var(--fail);font-weight:700}
@@ -288,7 +289,7 @@ def _findings_table(report: Report) -> str:
             f'<td class="num">{i}</td><td>{e(f.kind)}</td><td>{e(f.rule_id)}</td><td class="wrap">{e(loc.shard)}</td>'
             f'<td class="num">{loc.row}</td><td class="wrap"><code>{e(loc.column)}</code></td><td>{e(loc.role or "")}</td>'
             f'<td><span class="pill" style="background:{VERDICT_COLOR.get(str(f.verdict), "#999")}">{e(f.verdict)}'
-            f'</span></td><td>{status}</td><td><code>{e(f.preview)}</code></td><td>{_detail(f)}</td></tr>'
+            f'</span></td><td>{status}</td><td><code class="preview">{e(f.preview)}</code></td><td>{_detail(f)}</td></tr>'
         )
     return (f'{head}<table id="findings" data-total="{len(report.findings)}"><thead><tr>{ths}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
@@ -318,7 +319,7 @@ def _allowlist(report: Report) -> str:
     if accepted:
         rows = "".join(
             f'<tr class="accepted"><td class="wrap">{e(f.location.shard)}</td><td class="num">{f.location.row}</td>'
-            f"<td><code>{e(f.location.column)}</code></td><td>{e(f.rule_id)}</td><td><code>{e(f.preview)}</code></td>"
+            f"<td><code>{e(f.location.column)}</code></td><td>{e(f.rule_id)}</td><td><code class=\"preview\">{e(f.preview)}</code></td>"
             f"<td>{f.allowlist.entry}</td><td>{e(f.allowlist.reviewer)}</td><td>{e(f.allowlist.reviewed)}</td>"
             f"<td>{e(f.allowlist.reason)}</td></tr>"
             for f in accepted

@@ -19,12 +19,13 @@ from shardscan.reporters._common import (
 # Characters that would change Markdown structure inside a table cell or a list item, or inject
 # HTML/links from scanned data (column paths and contexts come from the dataset, which is hostile).
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#!])")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def md(text: object) -> str:
     """``text`` escaped for a Markdown table cell or inline text; line breaks become spaces."""
     flat = " ".join(str(text).splitlines()) if text is not None else ""
-    return _MD_SPECIAL.sub(r"\\\1", flat)
+    return _MD_SPECIAL.sub(r"\\\1", _CONTROL.sub("", flat))
 
 
 def table(headers: list[str], rows: list[list[object]], align: list[str] | None = None) -> list[str]:

@@ -11,7 +11,6 @@ from rich.text import Text
 
 from shardscan.report import Report
 from shardscan.reporters._common import (
-    VERDICTS,
     entry_text,
     gate_why,
     human_bytes,
@@ -50,7 +49,7 @@ def render(report: Report, options) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer, force_terminal=options.color, no_color=not options.color, width=options.width,
-        highlight=False, soft_wrap=False, emoji=False, markup=False,
+        highlight=False, soft_wrap=True, emoji=False, markup=False,
     )
     table_box = box.SIMPLE_HEAD if options.color else box.ASCII2
     if not options.quiet:
@@ -60,6 +59,7 @@ def render(report: Report, options) -> str:
         _issues(console, report)
         _allowlist(console, report)
     _decision(console, report, options.quiet)
+    # Text lines soft-wrap (one finding or error per line, greppable in CI logs); tables fit the width.
     # rich pads titles and cells to the table width; trailing blanks only add noise to logs and diffs.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
@@ -88,18 +88,16 @@ def _shards(console: Console, report: Report, table_box: box.Box) -> None:
         return
     shown = rows if len(rows) <= MAX_CLEAN_SHARD_LINES else [r for r in rows if r.findings or r.issues]
     hidden = len(rows) - len(shown)
-    verdicts = [v for v in VERDICTS if any(r.by_verdict[v] for r in rows)]
     title = "Shards" + (f" ({len(shown)} with findings or errors; {hidden} clean shard(s) not listed)" if hidden else "")
     table = Table(title=title, title_justify="left", box=table_box, expand=False)
     table.add_column("shard", no_wrap=True)
-    for header in ("rows", "cells", "bytes", "findings", *verdicts, "blocking", "errors"):
-        table.add_column(header, justify="right")
+    for header in ("rows", "cells", "bytes", "findings", "by verdict", "blocking", "errors"):
+        table.add_column(header, justify="left" if header == "by verdict" else "right", no_wrap=header != "by verdict")
     for r in shown:
-        state = "bold red" if r.failed else ""
+        by_verdict = Text(", ").join(_t(f"{n} {v}", _VERDICT_STYLE[v]) for v, n in r.by_verdict.items() if n)
         table.add_row(
-            _t(r.shard, state), _t(f"{r.rows:,}"), _t(f"{r.cells:,}"), _t(human_bytes(r.bytes)), _t(r.findings),
-            *(_t(r.by_verdict[v] or "", _VERDICT_STYLE[v]) for v in verdicts),
-            _t(r.blocking or "", "bold red"), _t(len(r.issues) or "", "bold yellow"),
+            _t(r.shard, "bold red" if r.failed else ""), _t(f"{r.rows:,}"), _t(f"{r.cells:,}"), _t(human_bytes(r.bytes)),
+            _t(r.findings), by_verdict, _t(r.blocking or "", "bold red"), _t(len(r.issues) or "", "bold yellow"),
         )
     console.print(table)
 
