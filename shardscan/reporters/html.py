@@ -84,17 +84,25 @@ dl.detail dt{color:var(--muted)}dl.detail dd{margin:0;word-break:break-all}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 """
 
-# Plain ES2017, no external code. window.onerror writes a marker into the DOM so an automated
-# check (headless Chromium in the tests) can see script errors; #js-state says the script ran.
+# Registered first, in <head>, so it sees errors of every later script: it writes them into
+# #js-errors, where an automated check (headless Chromium in the tests) or a reader can see them.
+_JS_ERRORS = r"""
+(function(){
+  var errors=[];
+  function show(){
+    var m=document.getElementById("js-errors");
+    if(m){m.setAttribute("data-count",String(errors.length));m.textContent=errors.join("\n");m.hidden=!errors.length;}
+  }
+  window.addEventListener("error",function(ev){errors.push(String(ev.message||ev));show();});
+  window.addEventListener("unhandledrejection",function(ev){errors.push("unhandled rejection: "+String(ev.reason));show();});
+  document.addEventListener("DOMContentLoaded",show);
+})();
+"""
+
+# Plain ES2017, no external code; #js-state says the script ran to the end.
 _JS = r"""
 (function(){
   "use strict";
-  var errors=[];
-  window.addEventListener("error",function(ev){
-    errors.push(String(ev.message||ev));
-    var m=document.getElementById("js-errors");
-    if(m){m.setAttribute("data-count",String(errors.length));m.textContent=errors.join("\n");m.hidden=false;}
-  });
   var table=document.getElementById("findings");
   var state=document.getElementById("js-state");
   if(!table){if(state){state.setAttribute("data-ready","1");}return;}
@@ -361,6 +369,7 @@ def render(report: Report, _options: object = None) -> str:
 <meta name="generator" content="shardscan {e(report.tool_version)}">
 <title>{e(title)}</title>
 <style>{_CSS}</style>
+<script>{_JS_ERRORS}</script>
 </head>
 <body>
 <main>
