@@ -8,11 +8,12 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from shardscan.allowlist import Allowlist
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.model import ScanIssue, ShardResult
 from shardscan.policy import Policy
 from shardscan.reader import ShardRef, discover
-from shardscan.reconcile import apply_policy
+from shardscan.reconcile import apply_allowlist, apply_policy
 from shardscan.report import Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
@@ -27,11 +28,14 @@ def scan(
     options: ScanOptions | None = None,
     on_shard: ProgressCallback | None = None,
     on_start: Callable[[int], None] | None = None,
+    allowlist: Allowlist | None = None,
 ) -> Report:
     """Scan files, folders and globs of shards and return the reconciled report.
 
-    Never raises for bad data: unreadable shards and missing paths are issues in the report
-    (exit code 3). Configuration errors (bad rule files) raise ConfigError.
+    Findings an ``allowlist`` entry accepts are ``allowlisted`` and never block; the report's
+    allowlist section says which entries matched, which are stale and which expired (as of
+    ``options.now``). Never raises for bad data: unreadable shards and missing paths are issues
+    in the report (exit code 3). Configuration errors (bad rule files) raise ConfigError.
     """
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
@@ -42,7 +46,7 @@ def scan(
     if on_start:
         on_start(len(shards))
     results = scan_shards(shards, Scanner(ruleset, options), on_shard)
-    return _finish(results, ruleset, policy, options, started, extra)
+    return _finish(results, ruleset, policy, options, started, extra, allowlist)
 
 
 def scan_shards(shards: list[ShardRef], scanner: Scanner, on_shard: ProgressCallback | None = None) -> list[ShardResult]:
@@ -63,13 +67,14 @@ def scan_table(
     ruleset: Ruleset | None = None,
     policy: Policy | None = None,
     options: ScanOptions | None = None,
+    allowlist: Allowlist | None = None,
 ) -> Report:
     """Scan an in-memory pyarrow Table (e.g. right before uploading it) as one shard named ``name``."""
     ruleset = ruleset or load_ruleset()
     options = options or ScanOptions()
     started = time.perf_counter()
     result = Scanner(ruleset, options).scan_table(table, name)
-    return _finish([result], ruleset, policy or Policy(), options, started, ())
+    return _finish([result], ruleset, policy or Policy(), options, started, (), allowlist)
 
 
 def _finish(
@@ -79,17 +84,23 @@ def _finish(
     options: ScanOptions,
     started: float,
     extra: tuple[ScanIssue, ...],
+    allowlist: Allowlist | None = None,
 ) -> Report:
+    scanned_at = options.now.astimezone(UTC) if options.now.tzinfo else options.now.replace(tzinfo=UTC)
+    summary = None
+    if allowlist is not None:
+        results, summary = apply_allowlist(results, allowlist, scanned_at.date())
     results = apply_policy(results, policy)
     return build_report(
         results,
         policy,
         ruleset_digest=ruleset.digest,
         kinds=ruleset.kinds,
-        scanned_at=options.now.astimezone(UTC) if options.now.tzinfo else options.now.replace(tzinfo=UTC),
+        scanned_at=scanned_at,
         seconds=time.perf_counter() - started,
         extra_issues=extra,
         rules=tuple(RuleInfo(r.id, r.kind, r.name, r.description, r.severity) for r in ruleset.rules),
+        allowlist=summary,
     )
 
 

@@ -29,6 +29,8 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(no_args_is_help=True, help="List and check detection rules.")
 app.add_typer(rules_app, name="rules")
+allowlist_app = typer.Typer(no_args_is_help=True, help="Add reviewed findings to the allowlist and check it.")
+app.add_typer(allowlist_app, name="allowlist")
 
 
 # ---- shared option types ----------------------------------------------------------------------
@@ -46,6 +48,14 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Terminal output: 
 SkipOpt = Annotated[bool, typer.Option("--skip-unreadable", help="Unreadable shards are reported but do not make the exit code 3.")]
 TimeoutOpt = Annotated[float, typer.Option("--regex-timeout", help="Seconds a rule may spend on one cell.")]
 DepthOpt = Annotated[int, typer.Option("--max-decode-depth", help="Nested decoding depth (0 disables decoding).")]
+AllowlistOpt = Annotated[
+    Path | None,
+    typer.Option("--allowlist", help="Reviewed allowlist file (default: allowlist.yaml in the current folder, if any)."),
+]
+NoAllowlistOpt = Annotated[bool, typer.Option("--no-allowlist", help="Ignore any allowlist: every finding is new.")]
+FailOnStaleOpt = Annotated[
+    bool, typer.Option("--fail-on-stale", help="Stale or expired allowlist entries fail the gate (exit 1).")
+]
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -69,6 +79,33 @@ def _parse_now(value: str | None) -> datetime:
 def _load_rules(rules: list[Path], disable: list[str]) -> Ruleset:
     try:
         return load_ruleset(rules, disable=disable)
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+
+
+def _secret_check(ruleset: Ruleset):
+    """A check that a text holds something the active rules detect (used to keep secrets out of allowlists)."""
+    from shardscan.engine import Scanner
+
+    scanner = Scanner(ruleset)
+    return lambda text: bool(scanner.scan_text(text)[0])
+
+
+def _load_allowlist(path: Path | None, no_allowlist: bool, ruleset: Ruleset, default: Path | None = None):
+    """The allowlist a scan reconciles against: ``--allowlist``, else ``default`` when it exists, else none."""
+    from shardscan.allowlist import DEFAULT_ALLOWLIST, load_allowlist
+
+    if no_allowlist:
+        if path is not None:
+            raise _fail("--allowlist and --no-allowlist exclude each other")
+        return None
+    if path is None:
+        candidate = default if default is not None else Path(DEFAULT_ALLOWLIST)
+        if not candidate.is_file():
+            return None
+        path = candidate
+    try:
+        return load_allowlist(path, secret_check=_secret_check(ruleset))
     except ConfigError as err:
         raise _fail(str(err)) from None
 
@@ -111,11 +148,11 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -
         typer.echo(render(report, "terminal", RenderOptions(quiet=True)), nl=False)
 
 
-def _run_scan(paths: list[str], ruleset: Ruleset, policy: Policy, options: ScanOptions) -> Report:
+def _run_scan(paths: list[str], ruleset: Ruleset, policy: Policy, options: ScanOptions, allowlist=None) -> Report:
     from shardscan.api import scan
 
     if not sys.stderr.isatty():
-        return scan(paths, ruleset=ruleset, policy=policy, options=options)
+        return scan(paths, ruleset=ruleset, policy=policy, options=options, allowlist=allowlist)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -132,6 +169,7 @@ def _run_scan(paths: list[str], ruleset: Ruleset, policy: Policy, options: ScanO
             options=options,
             on_start=lambda n: progress.update(task, total=n),
             on_shard=lambda _r: progress.advance(task),
+            allowlist=allowlist,
         )
 
 
@@ -151,6 +189,9 @@ def scan(
     skip_unreadable: SkipOpt = False,
     regex_timeout: TimeoutOpt = 2.0,
     max_decode_depth: DepthOpt = 3,
+    allowlist: AllowlistOpt = None,
+    no_allowlist: NoAllowlistOpt = False,
+    fail_on_stale: FailOnStaleOpt = False,
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan)."""
     outputs = _outputs(fmt, output)
@@ -160,8 +201,9 @@ def scan(
     options = ScanOptions(
         now=_parse_now(now), regex_timeout=regex_timeout, decode=DecodeLimits(max_depth=max_decode_depth)
     )
-    policy = Policy(strict=strict, skip_unreadable=skip_unreadable)
-    report = _run_scan(paths, ruleset, policy, options)
+    accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
+    policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
+    report = _run_scan(paths, ruleset, policy, options, accepted)
     _emit(report, outputs, quiet)
     raise typer.Exit(report.decision.exit_code)
 
@@ -174,17 +216,27 @@ def demo(
     strict: StrictOpt = False,
     now: NowOpt = None,
     quiet: QuietOpt = False,
+    allowlist: AllowlistOpt = None,
+    no_allowlist: NoAllowlistOpt = False,
+    fail_on_stale: FailOnStaleOpt = False,
 ) -> None:
-    """Write a small agent-trace dataset with the documented secret-looking rows, then scan it."""
+    """Write a small agent-trace dataset with the documented secret-looking rows, then scan it.
+
+    The scan is reconciled against the reviewed allowlist shipped with shardscan (the four
+    documented rows), unless ``--allowlist`` or ``--no-allowlist`` says otherwise.
+    """
+    from shardscan.allowlist import shipped_allowlist
     from shardscan.demo import write_demo_dataset
 
     outputs = _outputs(fmt, output)
+    ruleset = _load_rules([], [])
+    accepted = _load_allowlist(allowlist, no_allowlist, ruleset, default=shipped_allowlist())
     folder = path or Path(tempfile.mkdtemp(prefix="shardscan-demo-"))
     shards = write_demo_dataset(folder)
     typer.echo(f"demo dataset: {len(shards)} shards in {folder}", err=True)
-    ruleset = _load_rules([], [])
     options = ScanOptions(now=_parse_now(now))
-    report = _run_scan([str(folder)], ruleset, Policy(strict=strict), options)
+    policy = Policy(strict=strict, fail_on_stale=fail_on_stale)
+    report = _run_scan([str(folder)], ruleset, policy, options, accepted)
     _emit(report, outputs, quiet)
     raise typer.Exit(report.decision.exit_code)
 
@@ -221,6 +273,145 @@ def rules_check(
     checked = len({r.rule_id for r in results})
     typer.echo(f"{checked} rules, {len(results)} examples checked, {len(failures)} failed")
     raise typer.Exit(1 if failures else 0)
+
+
+@allowlist_app.command("add")
+def allowlist_add(
+    report: Annotated[Path, typer.Option("--from", help="A JSON report (shardscan scan --format json).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why this finding is not a live credential (required).")],
+    finding: Annotated[int | None, typer.Option("--finding", help="Which finding: its 1-based number in the report.")] = None,
+    reviewer: Annotated[str | None, typer.Option("--reviewer", help="Who reviewed it (default: git user.name).")] = None,
+    expires: Annotated[str | None, typer.Option("--expires", help="Last day the entry applies (YYYY-MM-DD).")] = None,
+    rule: Annotated[str | None, typer.Option("--rule", help="Also require this rule id or kind.")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="Also require a shard matching this glob.")] = None,
+    column: Annotated[str | None, typer.Option("--column", help="Also require a column matching this glob.")] = None,
+    allowlist: Annotated[Path, typer.Option("--allowlist", help="The allowlist to append to (created if missing).")] = Path(
+        "allowlist.yaml"
+    ),
+    now: NowOpt = None,
+) -> None:
+    """Append an entry accepting finding N of a JSON report, keeping the file's comments and order.
+
+    Without --finding, lists the report's findings with their numbers.
+    """
+    from shardscan.review import (
+        NewEntry,
+        append_entry,
+        covering_entry,
+        existing_allowlist,
+        git_user_name,
+        load_report_findings,
+    )
+
+    try:
+        findings = load_report_findings(report)
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+    if finding is None:
+        for f in findings:
+            typer.echo(f"{f.number:4}  {f.status:11} {f.kind:12} {f.preview:14} {f.verdict:10} {f.location}")
+        raise _fail(f"choose a finding with --finding N (1 to {len(findings)})" if findings else "the report has no findings")
+    if not 1 <= finding <= len(findings):
+        raise _fail(f"--finding {finding}: the report has {len(findings)} finding(s), numbered from 1")
+    if not reason.strip():
+        raise _fail("--reason must say why the finding is not a live credential")
+    who = reviewer or git_user_name()
+    if not who or not who.strip():
+        raise _fail("no reviewer: pass --reviewer NAME (git user.name is not set)")
+    today = _parse_now(now).date()
+    until = _parse_date(expires, "--expires")
+    chosen = findings[finding - 1]
+    ruleset = _load_rules([], [])
+    check = _secret_check(ruleset)
+    try:
+        existing = existing_allowlist(allowlist, secret_check=check)
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+    cover = covering_entry(existing, chosen, today)
+    if cover is not None and not (rule or shard or column):
+        if not cover.is_expired(today):
+            typer.echo(f"finding {finding} is already accepted by entry {cover.index} ({allowlist}:{cover.line})")
+            raise typer.Exit(0)
+        raise _fail(f"{allowlist}:{cover.line}: entry {cover.index} accepted finding {finding} until {cover.expires}; "
+                    "edit its 'expires' to renew it")
+    entry = NewEntry.for_finding(chosen, reason, who, today, until, rule, shard, column)
+    try:
+        written = append_entry(allowlist, entry, secret_check=check)
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+    typer.echo(f"added entry {written.index} to {allowlist} (line {written.line}): {chosen.kind} {chosen.preview} "
+               f"at {chosen.location}")
+
+
+@allowlist_app.command("check")
+def allowlist_check(
+    path: Annotated[Path, typer.Argument(help="The allowlist file.")] = Path("allowlist.yaml"),
+    rules: RulesOpt = [],  # noqa: B006
+    disable: DisableOpt = [],  # noqa: B006
+    now: NowOpt = None,
+) -> None:
+    """Validate an allowlist; exit 2 if invalid, 1 if entries can never match (expired, unknown rule, redundant)."""
+    from shardscan.allowlist import never_matching
+
+    ruleset = _load_rules(rules, disable)
+    accepted = _load_allowlist(path, False, ruleset)
+    assert accepted is not None
+    problems = never_matching(accepted, [r.id for r in ruleset.rules] + list(ruleset.kinds), _parse_now(now).date())
+    for problem in problems:
+        typer.echo(problem)
+    n = len(accepted.entries)
+    typer.echo(f"{path}: {n} entr{'y' if n == 1 else 'ies'}, valid; {len(problems)} can never match")
+    raise typer.Exit(1 if problems else 0)
+
+
+@app.command()
+def review(
+    report: Annotated[Path, typer.Argument(help="A JSON report (shardscan scan --format json).")],
+    allowlist: Annotated[Path, typer.Option("--allowlist", help="The allowlist to write (created if missing).")] = Path(
+        "allowlist.yaml"
+    ),
+    reviewer: Annotated[str | None, typer.Option("--reviewer", help="Who is reviewing (default: git user.name).")] = None,
+    expires: Annotated[str | None, typer.Option("--expires", help="Last day accepted entries apply (YYYY-MM-DD).")] = None,
+    now: NowOpt = None,
+) -> None:
+    """Triage the report's new findings one at a time; accepted ones are appended to the allowlist.
+
+    Answers are read line by line from standard input, so it works in a plain terminal and
+    when fed by a script: a/accept (then a reason), s/skip, q/quit.
+    """
+    from shardscan.review import git_user_name, load_report_findings, run_review
+
+    try:
+        findings = load_report_findings(report)
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+    until = _parse_date(expires, "--expires")
+    ruleset = _load_rules([], [])
+    check = _secret_check(ruleset)
+    who = reviewer or git_user_name()
+    if not who:
+        typer.echo("reviewer name: ", nl=False)
+        who = sys.stdin.readline().strip()
+        if not who:
+            raise _fail("a reviewer name is required (--reviewer NAME)")
+    try:
+        outcome = run_review(
+            findings, allowlist, reviewer=who, today=_parse_now(now).date(), expires=until,
+            stdin=sys.stdin, stdout=sys.stdout, secret_check=check,
+        )
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+    typer.echo(f"review: {len(outcome.accepted)} accepted, {outcome.skipped} skipped, {outcome.already} already "
+               f"accepted, {outcome.remaining} not reviewed")
+
+
+def _parse_date(value: str | None, option: str) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise _fail(f"{option}: not a date (YYYY-MM-DD): {value!r}") from None
 
 
 @app.command()
