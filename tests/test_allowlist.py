@@ -7,6 +7,8 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from shardscan.allowlist import AllowlistError, compile_glob, load_allowlist, parse_allowlist
@@ -288,3 +290,41 @@ def test_cli_reports_an_invalid_allowlist_as_a_usage_error(tmp_path, cli):
     code, stderr = cli("scan", "data")
     assert code == 2
     assert "allowlist.yaml:7: entry 1: unknown key 'reveiwer'" in stderr
+
+
+# ---- hostile input ----------------------------------------------------------------------------
+
+VALID = "version: 1\nentries:\n" + entry(rule="github", shard="'a-*'") + entry(UNUSED_FP, expires="2027-01-01")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=VALID.count("\n") - 1), max_size=4), st.text(max_size=30))
+def test_any_edit_of_a_valid_file_parses_or_fails_with_an_allowlist_error(drop, noise):
+    lines = VALID.split("\n")
+    for i in sorted(set(drop), reverse=True):
+        lines[i] = noise if i % 2 else lines[i].replace(":", noise, 1)
+    try:
+        allow = parse_allowlist("\n".join(lines), "f.yaml")
+    except AllowlistError as err:
+        assert all(p.startswith("f.yaml") for p in err.problems)
+    else:
+        assert all(e.fingerprint.startswith("sha256:") and e.reason and e.reviewer for e in allow.entries)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an alias bomb: the composer shares nodes, and validation never expands them
+        "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+        "version: 1\nentries: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",
+        "version: 1\nentries: !!python/object/apply:os.system ['false']\n",  # never constructed
+        "version: 1\nentries:\n\t- fingerprint: x\n",
+        "version: 1\nentries: []\n---\nversion: 1\n",
+        "- just\n- a list\n",
+        "",
+    ],
+)
+def test_hostile_files_fail_cleanly(text):
+    with pytest.raises(AllowlistError) as err:
+        parse_allowlist(text, "f.yaml")
+    assert all(p.startswith("f.yaml") for p in err.value.problems)
