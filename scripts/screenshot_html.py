@@ -2,6 +2,7 @@
 
     python scripts/screenshot_html.py                     # scan the demo dataset, render, screenshot
     python scripts/screenshot_html.py audit.html out.png  # screenshot an existing report
+    python scripts/screenshot_html.py --fragment '#open=all&sort=row&dir=desc'   # a given table state
 
 Look at the PNG after changing the HTML reporter: the tests check the DOM, not the looks.
 """
@@ -42,15 +43,15 @@ def demo_report(folder: Path) -> Path:
     return out
 
 
-def screenshot(html: Path, png: Path, width: int = 1400, height: int = 1800) -> None:
-    """Load ``html`` from a file:// URL in headless Chromium (no network) and save a PNG."""
+def screenshot(html: Path, png: Path, width: int = 1400, height: int = 1800, fragment: str = "") -> None:
+    """Load ``html`` (plus a ``#…`` table state) from a file:// URL in headless Chromium and save a PNG."""
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
             [
                 chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
                 f"--user-data-dir={profile}", f"--window-size={width},{height}", f"--screenshot={png.resolve()}",
-                html.resolve().as_uri(),
+                html.resolve().as_uri() + fragment,
             ],
             check=True, capture_output=True, timeout=120,
         )
@@ -62,10 +63,11 @@ def main() -> None:
     parser.add_argument("html", nargs="?", type=Path, help="report to screenshot (default: render the demo)")
     parser.add_argument("png", nargs="?", type=Path, default=Path("audit.png"))
     parser.add_argument("--height", type=int, default=1800)
+    parser.add_argument("--fragment", default="", help="URL fragment, e.g. '#verdict=valid&open=all'")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         html = args.html or demo_report(Path(tmp))
-        screenshot(html, args.png, height=args.height)
+        screenshot(html, args.png, height=args.height, fragment=args.fragment)
     print(f"wrote {args.png}")
 
 

@@ -19,6 +19,7 @@ from shardscan.errors import ConfigError
 from shardscan.policy import EXIT_USAGE, Policy
 from shardscan.report import Report
 from shardscan.reporters import FORMATS, RenderOptions, render
+from shardscan.reporters import write as write_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
 app = typer.Typer(
@@ -137,12 +138,11 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -
         color = path is None and _use_color() and fmt == "terminal"
         # A terminal gets its own width; files and pipes (CI logs) get wide lines rather than folded cells.
         width = shutil.get_terminal_size().columns if path is None and sys.stdout.isatty() else 160
-        text = render(report, fmt, RenderOptions(color=color, quiet=quiet, width=width))
+        options = RenderOptions(color=color, quiet=quiet, width=width)
         if path is None:
-            sys.stdout.write(text)
+            sys.stdout.write(render(report, fmt, options))
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_report(report, fmt, path, options)
     if all(path is not None for _, path in outputs):
         # Files were written; still tell a person (or CI log) what the gate decided.
         typer.echo(render(report, "terminal", RenderOptions(quiet=True)), nl=False)

@@ -72,6 +72,7 @@ def test_html_opens_with_all_rows_and_no_console_errors(sample_html, tmp_path):
         (f.location.shard, f.location.row, f.location.column, str(f.verdict)) for f in FINDINGS
     ]
     assert all("hidden" not in r for r in dom.rows)
+    assert all("hidden" in dom.by_id[f"detail-{i}"] for i in range(1, 8))  # details start collapsed
     assert dom.by_id["findings"]["data-shown"] == "7"
     # Both charts are inline SVG with one bar per verdict / per shard-verdict pair.
     assert "chart-verdicts" in dom.by_id and "chart-shards" in dom.by_id
@@ -90,20 +91,29 @@ def test_html_filters_by_verdict_from_the_url(sample_html, tmp_path):
     assert dom.by_id["findings"]["data-shown"] == "1"
 
 
+def test_html_detail_rows_collapse_and_open_from_the_url(sample_html, tmp_path):
+    dom_text, console = load(sample_html, tmp_path, "#open=2,4&sort=row&dir=desc")
+    assert console == []
+    dom = Dom(dom_text)
+    assert [i for i in range(1, 8) if "hidden" not in dom.by_id[f"detail-{i}"]] == [2, 4]
+    assert dom.by_id["findings"]["data-sort"] == "row:desc"
+    rows = [int(r["data-row"]) for r in dom.rows]
+    assert rows == sorted(rows, reverse=True) and rows != [f.location.row for f in FINDINGS]
+    # Each detail row follows its finding after sorting, and shows the decode chain and allowlist reason.
+    order = re.findall(r'<tr class="(?:finding[^"]*|detail-row)"[^>]*? data-index="(\d+)"|<tr class="detail-row" id="detail-(\d+)"',
+                       dom_text)
+    assert [a or b for a, b in order] == ["7", "7", "4", "4", "3", "3", "2", "2", "6", "6", "1", "1", "5", "5"]
+    detail_2 = dom_text[dom_text.index('id="detail-2"'):]
+    assert "base64 → json" in detail_2[:2000]
+    detail_4 = dom_text[dom_text.index('id="detail-4"'):]
+    assert "entry 1, reviewed by dana on 2026-11-30: expired demo session token" in detail_4[:2000]
+
+
 def test_html_blocking_only_and_text_filter(sample_html, tmp_path):
     dom = Dom(load(sample_html, tmp_path, "#blocking=1")[0])
     assert [r["data-rule"] for r in dom.rows if "hidden" not in r] == ["github-pat", "jwt", "private-key"]
     dom = Dom(load(sample_html, tmp_path, "#q=openai")[0])
     assert [r["data-rule"] for r in dom.rows if "hidden" not in r] == ["openai-api-key"]
-
-
-def test_html_sorts_by_row_descending(sample_html, tmp_path):
-    dom_text, console = load(sample_html, tmp_path, "#sort=row&dir=desc")
-    assert console == []
-    dom = Dom(dom_text)
-    rows = [int(r["data-row"]) for r in dom.rows]
-    assert rows == sorted(rows, reverse=True) and rows != [f.location.row for f in FINDINGS]
-    assert dom.by_id["findings"]["data-sort"] == "row:desc"
 
 
 def test_html_of_a_clean_report_has_no_errors(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from shardscan.report import Report
 
@@ -51,3 +52,11 @@ def render(report: Report, fmt: str, options: RenderOptions | None = None) -> st
     if fmt not in registry:
         raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     return registry[fmt](report, options or RenderOptions())
+
+
+def write(report: Report, fmt: str, path: Path, options: RenderOptions | None = None) -> Path:
+    """Render ``report`` in format ``fmt`` and write it to ``path`` (UTF-8; parent folders created)."""
+    text = render(report, fmt, options)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -4,7 +4,7 @@ Every value from the scan is HTML-escaped and lives in the DOM, never inside the
 is hostile; a column path could hold ``</script>``). A Content-Security-Policy meta tag forbids every
 network fetch, so the file behaves the same offline, in a mail attachment or in a CI artifact viewer.
 The findings table is rendered server-side (readable without JS); the script adds sorting, filtering
-and a URL-hash state (``#verdict=valid&sort=row&dir=desc``) so a filtered view can be linked.
+and a URL-hash state (``#verdict=valid&sort=row&dir=desc&open=2,5``) so a filtered view can be linked.
 """
 
 from __future__ import annotations
@@ -77,8 +77,12 @@ code.preview{white-space:nowrap}
 code{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f3f4f6;padding:1px 4px;border-radius:4px}
 .pill{display:inline-block;padding:0 8px;border-radius:999px;color:#fff;font-size:12px;font-weight:600}
 .blocking{color:var(--fail);font-weight:700}
-details summary{cursor:pointer;color:#2563eb}
-dl.detail{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0 2px;max-width:760px}
+dl.detail{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:2px 0 6px 28px;max-width:1100px}
+tr.detail-row td{background:#fbfbfd;border-bottom:1px solid var(--line)}
+tr.finding.open td{border-bottom:none;background:#f5f7ff}
+code.context{white-space:pre-wrap;overflow-wrap:anywhere}
+button.toggle{border:1px solid #d1d5db;background:#fff;border-radius:6px;padding:1px 8px;cursor:pointer;color:#2563eb}
+button.toggle[aria-expanded=true]{background:#eef2ff}
 dl.detail dt{color:var(--muted)}dl.detail dd{margin:0;word-break:break-all}
 .empty{color:var(--muted);font-style:italic}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
@@ -107,7 +111,17 @@ _JS = r"""
   var state=document.getElementById("js-state");
   if(!table){if(state){state.setAttribute("data-ready","1");}return;}
   var tbody=table.tBodies[0];
-  var rows=Array.prototype.slice.call(tbody.rows);
+  var rows=Array.prototype.slice.call(tbody.querySelectorAll("tr.finding"));
+  var detail={};
+  rows.forEach(function(r){
+    var b=r.querySelector("button.toggle"),d=document.getElementById(b.getAttribute("aria-controls"));
+    detail[r.getAttribute("data-index")]=d;d.hidden=true;
+    b.addEventListener("click",function(){
+      var open=b.getAttribute("aria-expanded")!=="true";
+      b.setAttribute("aria-expanded",String(open));r.classList.toggle("open",open);d.hidden=!open||r.hidden;
+      writeHash();
+    });
+  });
   var q=document.getElementById("f-q"),fv=document.getElementById("f-verdict"),
       fs=document.getElementById("f-status"),fb=document.getElementById("f-blocking"),
       shown=document.getElementById("f-shown");
@@ -124,6 +138,7 @@ _JS = r"""
         (!fs.value||r.getAttribute("data-status")===fs.value)&&
         (!fb.checked||r.getAttribute("data-blocking")==="true");
       r.hidden=!ok;if(ok){n++;}
+      detail[r.getAttribute("data-index")].hidden=!ok||!r.classList.contains("open");
     });
     shown.textContent=String(n);
     table.setAttribute("data-shown",String(n));
@@ -136,7 +151,7 @@ _JS = r"""
       if(x<y){return -dir;}if(x>y){return dir;}
       return cellValue(a,"index")-cellValue(b,"index");
     });
-    sorted.forEach(function(r){tbody.appendChild(r);});
+    sorted.forEach(function(r){tbody.appendChild(r);tbody.appendChild(detail[r.getAttribute("data-index")]);});
     Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th){
       var k=th.getAttribute("data-key");
       if(k===key){th.setAttribute("aria-sort",dir>0?"ascending":"descending");}else{th.removeAttribute("aria-sort");}
@@ -151,6 +166,8 @@ _JS = r"""
     if(fs.value){p.push("status="+encodeURIComponent(fs.value));}
     if(fb.checked){p.push("blocking=1");}
     if(sortKey){p.push("sort="+encodeURIComponent(sortKey)+"&dir="+(sortDir>0?"asc":"desc"));}
+    var opened=rows.filter(function(r){return r.classList.contains("open");}).map(function(r){return r.getAttribute("data-index");});
+    if(opened.length){p.push("open="+(opened.length===rows.length?"all":opened.join(",")));}
     var h=p.join("&");
     if(history.replaceState){history.replaceState(null,"",h?"#"+h:location.pathname+location.search);}
   }
@@ -176,6 +193,12 @@ _JS = r"""
   if(p.status){fs.value=p.status;}
   if(p.blocking==="1"){fb.checked=true;}
   if(p.sort){sortBy(p.sort,p.dir==="desc"?-1:1);}
+  if(p.open){
+    var want=p.open==="all"?null:p.open.split(",");
+    rows.forEach(function(r){
+      if(!want||want.indexOf(r.getAttribute("data-index"))>=0){r.querySelector("button.toggle").click();}
+    });
+  }
   apply();
   if(state){state.setAttribute("data-ready","1");}
 })();
@@ -259,7 +282,7 @@ def _detail(f: Finding) -> str:
         items.append(("allowlist", f"entry {a.entry}, reviewed by {a.reviewer} on {a.reviewed}: {a.reason}"))
     rows = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in items)
     rows += f'<dt>context</dt><dd><code class="context">{e(f.context) or "(none)"}</code></dd>'
-    return f'<details><summary>details</summary><dl class="detail">{rows}</dl></details>'
+    return f'<dl class="detail">{rows}</dl>'
 
 
 def _findings_table(report: Report) -> str:
@@ -297,7 +320,11 @@ def _findings_table(report: Report) -> str:
             f'<td class="num">{i}</td><td>{e(f.kind)}</td><td>{e(f.rule_id)}</td><td class="wrap">{e(loc.shard)}</td>'
             f'<td class="num">{loc.row}</td><td class="wrap"><code>{e(loc.column)}</code></td><td>{e(loc.role or "")}</td>'
             f'<td><span class="pill" style="background:{VERDICT_COLOR.get(str(f.verdict), "#999")}">{e(f.verdict)}'
-            f'</span></td><td>{status}</td><td><code class="preview">{e(f.preview)}</code></td><td>{_detail(f)}</td></tr>'
+            f'</span></td><td>{status}</td><td><code class="preview">{e(f.preview)}</code></td>'
+            f'<td><button type="button" class="toggle" aria-expanded="false" aria-controls="detail-{i}">details</button>'
+            f'</td></tr>'
+            # Without JS every detail row stays visible; the script collapses them and moves each with its row.
+            f'<tr class="detail-row" id="detail-{i}" data-index="{i}"><td colspan="{len(cols)}">{_detail(f)}</td></tr>'
         )
     return (f'{head}<table id="findings" data-total="{len(report.findings)}"><thead><tr>{ths}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
