@@ -73,14 +73,23 @@ ISSUES = (
               column="instruction"),
 )
 
+
+def _entry(index: int, line: int, fp: str, state: str, findings: int, **fields: object) -> dict:
+    """An allowlist entry as ``shardscan.allowlist.AllowlistEntry.to_dict`` plus its reconciled state."""
+    entry = {"entry": index, "line": line, "fingerprint": "sha256:" + fp * 32, "rule": None, "shard": None,
+             "column": None, "reason": "", "reviewer": "dana", "reviewed": "2026-11-30", "expires": None,
+             "row": None}
+    return {**entry, **fields, "state": state, "findings": findings}
+
+
 ALLOWLIST = AllowlistSummary(
     path="allowlist.yaml",
     entries=3,
-    matched=({"entry": 1, "fingerprint": "sha256:" + "04" * 32, "rule_id": "jwt", "reason": ALLOW_REF.reason},),
-    stale=({"entry": 2, "fingerprint": "sha256:" + "ab" * 32, "rule_id": "github-pat", "shard": SHARD_CLEAN,
-            "reason": "rotated token from the 2025 release"},),
-    expired=({"entry": 3, "fingerprint": "sha256:" + "cd" * 32, "rule_id": "jwt", "expires": "2026-06-30",
-              "reason": "temporary exception until re-scrape"},),
+    matched=(_entry(1, 10, "04", "matched", 1, rule="jwt", reason=ALLOW_REF.reason),),
+    stale=(_entry(2, 17, "ab", "stale", 0, rule="github-pat", shard=SHARD_CLEAN,
+                  reason="rotated token from the 2025 release"),),
+    expired=(_entry(3, 24, "cd", "expired", 1, rule="jwt", expires="2026-06-30",
+                    reason="temporary exception until re-scrape"),),
 )
 
 

@@ -240,8 +240,8 @@ def test_terminal_sections_and_why():
     text = render(sample_report(), "terminal", RenderOptions(width=200))
     assert "Shards" in text and "github: 1 finding(s)" in text and "private-key: 2 finding(s)" in text
     assert "  [unreadable] train-00002-of-00004.parquet: not a Parquet file (bad magic bytes)" in text
-    assert "stale (matched nothing): entry 2, rule_id=github-pat" in text
-    assert "expired: entry 3, rule_id=jwt" in text
+    assert "stale (matched nothing): entry 2 (line 17), rule=github-pat" in text
+    assert "expired: entry 3 (line 24), rule=jwt" in text
     assert ("accepted: train-00000-of-00004.parquet row 4 verifier_output (jwt, jwt_…(44)) by entry 1, reviewed by "
             "dana on 2026-11-30") in text
     assert text.splitlines()[-5:] == [

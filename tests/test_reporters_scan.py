@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from shardscan.allowlist import parse_allowlist
 from shardscan.api import scan
 from shardscan.engine import ScanOptions
 from shardscan.reporters import FORMATS, render
+from shardscan.redaction import fingerprint
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
 from tests.test_reporters import numbers, sarif_validate
@@ -40,9 +42,31 @@ def dataset(tmp_path_factory) -> tuple[Path, list[str]]:
     return root / "data", secrets
 
 
+ACCEPTED_ROW = TEMPLATES.index("{{jwt:1559692800}}")
+REASON = "expired session token in a scraped page; reviewed, kept"
+
+
 @pytest.fixture(scope="module")
-def report(dataset):
-    return scan([str(dataset[0])], options=ScanOptions(now=FIXED_NOW))
+def allowlist(dataset):
+    """A reviewed allowlist: one entry accepts the expired JWT, one matches nothing (stale)."""
+    text = f"""version: 1
+entries:
+  - fingerprint: {fingerprint(dataset[1][ACCEPTED_ROW], "jwt")}
+    rule: jwt
+    reason: "{REASON}"
+    reviewer: release review
+    reviewed: 2026-11-30
+  - fingerprint: sha256:{"0" * 64}
+    reason: "a token removed from the data since"
+    reviewer: release review
+    reviewed: 2026-11-30
+"""
+    return parse_allowlist(text, "allowlist.yaml")
+
+
+@pytest.fixture(scope="module")
+def report(dataset, allowlist):
+    return scan([str(dataset[0])], options=ScanOptions(now=FIXED_NOW), allowlist=allowlist)
 
 
 def test_the_scan_found_every_planted_secret(report):
@@ -50,6 +74,22 @@ def test_the_scan_found_every_planted_secret(report):
         range(len(TEMPLATES)))
     assert [(i.shard, i.kind) for i in report.issues] == [("train-c.parquet", "unreadable")]
     assert report.decision.exit_code == 3
+    [accepted] = [f for f in report.findings if f.status == "allowlisted"]
+    assert (accepted.location.row, accepted.blocking) == (ACCEPTED_ROW, False)
+    assert [e["entry"] for e in report.allowlist.stale] == [2]
+
+
+def test_allowlisted_row_reaches_sarif_card_and_html(report):
+    results = json.loads(render(report, "sarif"))["runs"][0]["results"]
+    suppressed = [r for r in results if r.get("suppressions")]
+    assert [(r["properties"]["row"], r["suppressions"][0]["justification"]) for r in suppressed] == [
+        (ACCEPTED_ROW, REASON)]
+    card = render(report, "card")
+    assert f"| train-a.parquet | {ACCEPTED_ROW} | conversations\\[1\\].content | JSON Web Tokens |" in card
+    assert REASON in card
+    html = render(report, "html")
+    assert html.count('<tr class="accepted">') == 1 and REASON in html
+    assert "stale (matched nothing): entry 2 (line 8)" in html
 
 
 def _windows(secret: str) -> set[str]:

@@ -136,8 +136,8 @@ def gate_why(report: Report) -> list[str]:
 
 def entry_text(entry: dict) -> str:
     """One allowlist entry (matched, stale or expired) in words, from whichever fields it has."""
-    parts = [f"entry {entry.get('entry', '?')}"]
-    for key in ("rule_id", "rule", "kind", "shard", "row", "column"):
+    parts = [f"entry {entry.get('entry', '?')}" + (f" (line {entry['line']})" if entry.get("line") else "")]
+    for key in ("rule", "shard", "column", "row"):
         if entry.get(key) not in (None, ""):
             parts.append(f"{key}={entry[key]}")
     fp = entry.get("fingerprint")
