@@ -146,6 +146,12 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -
     if all(path is not None for _, path in outputs):
         # Files were written; still tell a person (or CI log) what the gate decided.
         typer.echo(render(report, "terminal", RenderOptions(quiet=True)), nl=False)
+    allow = report.allowlist
+    if allow and (allow.stale or allow.expired) and not report.policy.fail_on_stale:
+        # A warning by default: say so where CI logs show it, whatever the formats were.
+        entries = ", ".join(f"{e['entry']} ({e['state']}, line {e['line']})" for e in allow.stale + allow.expired)
+        typer.echo(f"shardscan: warning: {allow.path}: allowlist entries that accepted nothing: {entries}; "
+                   "--fail-on-stale makes them fail the gate", err=True)
 
 
 def _run_scan(paths: list[str], ruleset: Ruleset, policy: Policy, options: ScanOptions, allowlist=None) -> Report:
