@@ -22,6 +22,7 @@ from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, b
 from shardscan.reader.parquet import metadata_leaf, open_parquet, read_row_group, row_group_offsets
 from shardscan.redaction import context_snippet, fingerprint, preview
 from shardscan.ruleset import Rule, Ruleset
+from shardscan.severity import derive_severity
 from shardscan.verifiers import VerifyContext, verify_candidate
 
 
@@ -211,7 +212,7 @@ class Scanner:
                 CellFinding(
                     rule_id=rule.id,
                     kind=rule.kind,
-                    severity=rule.severity,
+                    severity=derive_severity(rule.severity, verification.verdict),
                     start=start,
                     end=end,
                     fingerprint=fingerprint(cand.secret, rule.kind),

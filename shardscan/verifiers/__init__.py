@@ -1,4 +1,10 @@
-"""Offline verifiers: named checks that rules reference with ``verify:``; no network, ever."""
+"""Offline verifiers: named checks that rules reference with ``verify:``; no network, ever.
+
+Every candidate first goes through ``example`` (documented values, kept as data in
+``known_examples.yaml``) and then ``placeholder`` (elided, placeholder and word-like bodies);
+then the rule's own verifiers run in order, and the first with an opinion decides. The order
+matters: ``AKIAIOSFODNN7EXAMPLE`` contains "EXAMPLE" and must come out ``example``, not ``redacted``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.anthropic import check_anthropic
+from shardscan.verifiers.aws import check_aws_key_id, check_aws_secret
+from shardscan.verifiers.example import check_example
+from shardscan.verifiers.github import check_github
+from shardscan.verifiers.jwt import check_jwt
+from shardscan.verifiers.openai import check_openai
 from shardscan.verifiers.placeholder import check_placeholder
+from shardscan.verifiers.private_key import check_private_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,19 +35,29 @@ Verifier = Callable[[Candidate, VerifyContext], Verification | None]
 """A verifier returns a Verification, or None when it has no opinion on this candidate."""
 
 VERIFIERS: dict[str, Verifier] = {
+    "example": check_example,
     "placeholder": check_placeholder,
+    "private-key": check_private_key,
+    "jwt": check_jwt,
+    "github-checksum": check_github,
+    "aws-key-id": check_aws_key_id,
+    "aws-secret": check_aws_secret,
+    "openai-key": check_openai,
+    "anthropic-key": check_anthropic,
 }
+
+ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")
 
 NO_CHECK = Verification(Verdict.UNVERIFIED, "no offline check for this kind")
 
 
 def verify_candidate(candidate: Candidate, verifier_names: tuple[str, ...], context: VerifyContext) -> Verification:
-    """Run the named verifiers in order; the first with an opinion decides.
+    """Run ``example``, ``placeholder`` and then the named verifiers in order; the first with an opinion decides.
 
-    The placeholder check runs first for every rule: a body like ``xxxx`` or ``<omitted>`` is
-    ``redacted`` whatever the kind.
+    Never raises: a verifier that fails is reported as ``unverified`` (blocking by default), naming the
+    verifier and the exception type but never the secret.
     """
-    names = ("placeholder",) + tuple(n for n in verifier_names if n != "placeholder")
+    names = ALWAYS_FIRST + tuple(n for n in verifier_names if n not in ALWAYS_FIRST)
     for name in names:
         try:
             outcome = VERIFIERS[name](candidate, context)

@@ -1,24 +1,148 @@
-"""Recognise placeholder and elided secret bodies (``xxxx``, ``...``, ``<your-token>``)."""
+"""Recognise placeholder, elided and word-like secret bodies (``xxxx``, ``...``, ``your-key-here``).
+
+The checks are built so that a random secret essentially never trips them: markers that cannot
+occur in the alphabets of real tokens (``...``, ``<…>``), long runs of one character, low
+entropy, and bodies mostly made of dictionary words. Short placeholder words (``your``, ``fake``)
+count only inside a word-like body, since four given letters do turn up in long random strings.
+"""
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
 
 from shardscan.model import Candidate, Verdict, Verification
 
-_ELISION = re.compile(r"\.\.\.|…|<[^<>]{0,60}>|\[[^\[\]]{0,60}(?:omitted|redacted|removed|snip)[^\[\]]{0,60}\]|\*{4,}", re.I)
-_PLACEHOLDER_WORDS = re.compile(
-    r"(?:x{4,}|X{4,}|your[_-]?|example|changeme|placeholder|redacted|dummy|sample|insert|replace[_-]?me|0{8,}|1234567890)",
+_ELISION = re.compile(
+    r"\.\.\.|…|<[^<>]{0,60}>|\[[^\[\]]{0,60}(?:omitted|redacted|removed|snip|hidden)[^\[\]]{0,60}\]|\*{4,}|#{6,}",
     re.I,
 )
+# Token prefixes stripped before the body is judged (the prefix is not part of the random body).
+_PREFIX = re.compile(
+    r"^(?:github_pat_|gh[pousr]_|sk-ant-[a-z]+[0-9]{2}-|sk-(?:proj|svcacct|admin|None)-|sk-|hf_|api_org_"
+    r"|A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)"
+)
+# Placeholder words long enough never to occur by chance in a random body of a few hundred characters.
+_LONG_PLACEHOLDERS = re.compile(
+    r"changeme|change_me|placeholder|redacted|replace_?me|replace_?with|insert_?your|your_?api|your_?key|"
+    r"your_?token|your_?secret|yourtoken|yourkey|yoursecret|secret_?here|token_?here|key_?here|goes_?here|"
+    r"put_?your|paste_?your|dummy_|_dummy|notreal|not_?a_?real",
+    re.I,
+)
+_EXAMPLE_WORDS = re.compile(r"example|sample", re.I)
+_SHORT_PLACEHOLDERS = (
+    "your", "fake", "test", "here", "insert", "replace", "mock", "todo", "temp", "dummy", "paste", "put",
+)
+_SEQUENCES = ("0123456789", "1234567890", "abcdefghij", "qwertyuiop", "9876543210")
+
+WORD_COVERAGE = 0.6
+MIN_BODY = 8
+
+
+@lru_cache(maxsize=1)
+def dictionary() -> frozenset[str]:
+    """The word list shipped with the package (``words.txt``)."""
+    text = Path(__file__).with_name("words.txt").read_text(encoding="utf-8")
+    words = (w for line in text.splitlines() if not line.startswith("#") for w in line.split())
+    return frozenset(w.lower() for w in words)
+
+
+def body_of(secret: str) -> str:
+    """The secret without its well-known token prefix."""
+    return _PREFIX.sub("", secret, count=1)
+
+
+def _segments(body: str) -> list[str]:
+    """Letter runs, split at camel-case boundaries (``HuggingFace`` → ``Hugging``, ``Face``)."""
+    return [s.lower() for s in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", body)]
+
+
+def _covered(segment: str, words: frozenset[str]) -> tuple[int, list[str]]:
+    """Most characters of ``segment`` covered by dictionary words (word-break dynamic programme)."""
+    n = len(segment)
+    best = [(0, [])] * (n + 1)
+    for i in range(1, n + 1):
+        best[i] = best[i - 1]
+        for j in range(max(0, i - 14), i):
+            piece = segment[j:i]
+            if (len(piece) >= 3 or piece in words) and piece in words:
+                score = best[j][0] + len(piece)
+                if score > best[i][0]:
+                    best[i] = (score, best[j][1] + [piece])
+    return best[n]
+
+
+def word_coverage(body: str) -> tuple[float, list[str]]:
+    """Fraction of ``body`` covered by dictionary words, and those words in order."""
+    if not body:
+        return 0.0, []
+    words = dictionary()
+    total, found = 0, []
+    for segment in _segments(body[:400]):
+        score, pieces = _covered(segment, words)
+        total += score
+        found += pieces
+    return total / min(len(body), 400), found
+
+
+def is_word_like(body: str) -> bool:
+    """True when at least ``WORD_COVERAGE`` of the body is dictionary words (two or more of them)."""
+    coverage, found = word_coverage(body)
+    return coverage >= WORD_COVERAGE and len(found) >= 2
+
+
+def _entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+def placeholder_reason(secret: str) -> Verification | None:
+    """Judge one token-like secret; None when it looks like a random body."""
+    marker = _ELISION.search(secret)
+    if marker:
+        shown = marker.group(0) if len(marker.group(0)) <= 4 else marker.group(0)[0] + "…" + marker.group(0)[-1]
+        return Verification(Verdict.REDACTED, f"body is elided (omission marker {shown!r}), not a usable secret")
+    body = body_of(secret)
+    if len(body) < MIN_BODY:
+        return None
+    long_word = _LONG_PLACEHOLDERS.search(body)
+    if long_word:
+        return Verification(Verdict.REDACTED, f"placeholder text ({long_word.group(0).lower()!r}) instead of a secret body")
+    if re.search(r"x{6,}|X{6,}|(.)\1{7,}", body) or body.lower().count("x") > len(body) // 3:
+        return Verification(Verdict.REDACTED, "body is a run of repeated characters, not a secret")
+    lowered = body.lower()
+    if any(seq in lowered for seq in _SEQUENCES):
+        return Verification(Verdict.REDACTED, "body contains a keyboard or counting sequence, a placeholder")
+    if len(body) >= 16 and _entropy(body) < 2.5:
+        return Verification(Verdict.REDACTED, f"low-entropy body ({_entropy(body):.1f} bits/char), a placeholder")
+    coverage, words = word_coverage(body)
+    if coverage >= WORD_COVERAGE and len(words) >= 2:
+        if _EXAMPLE_WORDS.search(body):
+            return Verification(Verdict.EXAMPLE, "made of words including 'example'/'sample': a documentation value")
+        shorts = sorted({w for w in words if w in _SHORT_PLACEHOLDERS})
+        what = f"placeholder words ({', '.join(shorts)})" if shorts else f"{len(words)} dictionary words"
+        return Verification(
+            Verdict.REDACTED, f"body is {round(coverage * 100)}% {what}: an identifier or placeholder, not a random secret"
+        )
+    if _EXAMPLE_WORDS.search(body):
+        return Verification(Verdict.EXAMPLE, "body contains 'example'/'sample': a documentation-style value")
+    return None
 
 
 def check_placeholder(candidate: Candidate, _context: object) -> Verification | None:
-    """``redacted`` when the secret's body is elided or a placeholder; no opinion otherwise."""
+    """``redacted`` (or ``example``) when the secret's body is elided, a placeholder or word-like.
+
+    PEM blocks are left to the private-key verifier, which judges their body line by line.
+    """
     secret = candidate.secret
-    if _ELISION.search(secret):
-        return Verification(Verdict.REDACTED, "body is elided (contains an omission marker), not a usable secret")
-    match = _PLACEHOLDER_WORDS.search(secret)
-    if match:
-        return Verification(Verdict.REDACTED, f"placeholder text ({match.group(0)[:12]!r}) instead of a secret body")
-    return None
+    if secret.startswith("-----BEGIN"):
+        return None
+    if secret.startswith("eyJ"):
+        # A JWT's parts are base64url JSON: its own verifier judges them structurally, and only an
+        # explicit omission marker is decided here.
+        marker = _ELISION.search(secret)
+        return placeholder_reason(secret) if marker else None
+    return placeholder_reason(secret)

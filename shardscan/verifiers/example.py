@@ -1,0 +1,106 @@
+"""Recognise credential values published in documentation (``known_examples.yaml``): verdict ``example``."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from shardscan.errors import ConfigError
+from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.common import b64url_decode, json_object
+
+EXAMPLES_FILE = Path(__file__).with_name("known_examples.yaml")
+_LABEL = "shardscan/verifiers/known_examples.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class KnownExamples:
+    """The documented values, indexed for constant-time lookup."""
+
+    values: dict[tuple[str, str], str]  # (kind, sha256 hex of the value) -> name
+    patterns: tuple[tuple[str, re.Pattern[str], str], ...]  # (kind, pattern, name)
+    jwt_claims: tuple[tuple[dict, str], ...]  # (payload, name)
+
+    def lookup(self, secret: str, kind: str) -> str | None:
+        """The example's name when ``secret`` is a documented value of ``kind``."""
+        name = self.values.get((kind, _sha256(secret)))
+        if name:
+            return name
+        for pattern_kind, pattern, pattern_name in self.patterns:
+            if pattern_kind == kind and pattern.fullmatch(secret):
+                return pattern_name
+        if kind == "jwt" and self.jwt_claims:
+            return self.lookup_claims(secret)
+        return None
+
+    def lookup_claims(self, token: str) -> str | None:
+        """The example's name when the JWT's payload is a documented sample payload."""
+        parts = token.split(".")
+        if len(parts) != 3:
+            return None
+        payload = json_object(b64url_decode(parts[1]))
+        if payload is None:
+            return None
+        for claims, name in self.jwt_claims:
+            if payload == claims:
+                return name
+        return None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
+    """Validate the raw YAML of an examples file; ConfigError names the file and the entry."""
+    if not isinstance(data, dict) or not isinstance(data.get("examples"), list):
+        raise ConfigError(f"{label}: expected a mapping with an 'examples' list")
+    values: dict[tuple[str, str], str] = {}
+    patterns: list[tuple[str, re.Pattern[str], str]] = []
+    claims: list[tuple[dict, str]] = []
+    for i, entry in enumerate(data["examples"], start=1):
+        where = f"{label}: example #{i}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("name"), str):
+            raise ConfigError(f"{where}: needs 'kind' and 'name' strings")
+        given = [k for k in ("value", "fingerprint", "pattern", "jwt_claims") if k in entry]
+        if len(given) != 1:
+            raise ConfigError(f"{where}: needs exactly one of value, fingerprint, pattern, jwt_claims")
+        kind, name, how = entry["kind"], entry["name"], given[0]
+        raw = entry[how]
+        if how == "value" and isinstance(raw, str) and raw:
+            values[(kind, _sha256(raw))] = name
+        elif how == "fingerprint" and isinstance(raw, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", raw):
+            values[(kind, raw.removeprefix("sha256:"))] = name
+        elif how == "pattern" and isinstance(raw, str):
+            try:
+                patterns.append((kind, re.compile(raw), name))
+            except re.error as exc:
+                raise ConfigError(f"{where}: pattern does not compile: {exc}") from None
+        elif how == "jwt_claims" and isinstance(raw, dict):
+            claims.append((raw, name))
+        else:
+            raise ConfigError(f"{where}: '{how}' has the wrong type")
+    return KnownExamples(values, tuple(patterns), tuple(claims))
+
+
+@lru_cache(maxsize=1)
+def known_examples() -> KnownExamples:
+    """The built-in list, loaded once."""
+    try:
+        data = yaml.safe_load(EXAMPLES_FILE.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{_LABEL}: cannot load ({type(exc).__name__})") from None
+    return parse_examples(data)
+
+
+def check_example(candidate: Candidate, context) -> Verification | None:
+    """``example`` when the secret is a documented value of the rule's kind; no opinion otherwise."""
+    name = known_examples().lookup(candidate.secret, context.kind)
+    if name is None:
+        return None
+    return Verification(Verdict.EXAMPLE, f"published documentation value ({name}), not a live credential")

@@ -1,0 +1,140 @@
+"""Verify JSON Web Tokens offline: structure, algorithm, signature length and time claims.
+
+A JWS (three parts) is ``valid`` when its header and payload are base64url JSON, the header names
+an ``alg``, the signature has the length that ``alg`` produces and ``exp`` is not past; it is
+``expired`` when ``exp`` is before the verification clock (``--now``). A JWE (five parts) has an
+encrypted payload, so its expiry is unknown: ``unverified`` when its parts are consistent with
+its ``enc``. Unsigned tokens (``alg: none``) prove nothing by themselves and cannot be replayed
+as a secret, so they are ``invalid`` as credentials.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.common import ago, as_timestamp, b64url_decode, day, json_object, safe_text
+
+# Signature sizes in bytes; RSA signatures are as long as the modulus.
+_SIGNATURE_BYTES: dict[str, tuple[int, ...]] = {
+    "HS256": (32,), "HS384": (48,), "HS512": (64,),
+    "ES256": (64,), "ES256K": (64,), "ES384": (96,), "ES512": (132,),
+    "EdDSA": (64, 114), "Ed25519": (64,), "Ed448": (114,),
+}
+_RSA_BYTES = (128, 192, 256, 384, 512, 1024)
+for _alg in ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"):
+    _SIGNATURE_BYTES[_alg] = _RSA_BYTES
+
+# JWE content encryption: (IV bytes, authentication tag bytes, ciphertext block size).
+_JWE_ENC = {
+    "A128GCM": (12, 16, 1), "A192GCM": (12, 16, 1), "A256GCM": (12, 16, 1),
+    "A128CBC-HS256": (16, 16, 16), "A192CBC-HS384": (16, 24, 16), "A256CBC-HS512": (16, 32, 16),
+}
+
+
+def check_jwt(candidate: Candidate, context) -> Verification | None:
+    """Verdict for a JWS or JWE token; the clock is ``context.now``."""
+    return verify_jwt(candidate.secret, context.now)
+
+
+def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
+    """Judge one compact-serialised token against the clock ``now``."""
+    parts = token.split(".")
+    if len(parts) == 5:
+        return _verify_jwe(parts)
+    if len(parts) != 3:
+        return Verification(Verdict.INVALID, f"{len(parts)} dot-separated parts (a JWS has 3, a JWE 5), not a {what}")
+    header = json_object(b64url_decode(parts[0]))
+    if header is None:
+        return Verification(Verdict.INVALID, f"header is not base64url JSON, not a {what}")
+    alg = header.get("alg")
+    if not isinstance(alg, str) or not alg:
+        return Verification(Verdict.INVALID, f"header has no 'alg', not a {what}")
+    alg_shown = safe_text(alg, 16)
+    payload = json_object(b64url_decode(parts[1]))
+    if payload is None:
+        return Verification(Verdict.INVALID, f"{alg_shown} {what} whose payload is not base64url JSON, not a usable token")
+    summary = _summary(alg_shown, what, payload)
+    times = _time_claims(payload)
+    if isinstance(times, str):
+        return Verification(Verdict.INVALID, f"{summary}, {times}")
+    exp, nbf = times
+    if exp is not None and exp <= now:
+        return Verification(Verdict.EXPIRED, f"{summary}, expired {day(exp)} ({ago(exp, now)})")
+    signature = parts[2]
+    if alg.lower() == "none":
+        if signature:
+            return Verification(Verdict.INVALID, f"{summary}: alg none with a signature part, malformed")
+        return Verification(Verdict.INVALID, f"{summary}: unsigned (alg none), grants nothing by itself")
+    raw_signature = b64url_decode(signature)
+    if not signature:
+        return Verification(Verdict.INVALID, f"{summary}: signature part is empty (stripped), not usable")
+    if raw_signature is None:
+        return Verification(Verdict.INVALID, f"{summary}: signature is not base64url, not usable")
+    expected = _SIGNATURE_BYTES.get(alg)
+    if expected is not None and len(raw_signature) not in expected:
+        sizes = "/".join(str(n) for n in expected[:3]) + ("…" if len(expected) > 3 else "")
+        return Verification(
+            Verdict.INVALID, f"{summary}: {len(raw_signature)}-byte signature, {alg_shown} signs with {sizes} bytes (mangled)"
+        )
+    when = _validity(exp, nbf, now)
+    if expected is None:
+        return Verification(Verdict.UNVERIFIED, f"{summary}, {when}; signature length unchecked for this alg")
+    return Verification(Verdict.VALID, f"{summary}, {when}")
+
+
+def _summary(alg: str, what: str, payload: dict) -> str:
+    pieces = [f"{alg} {what}"]
+    for claim in ("iss", "aud"):
+        value = payload.get(claim)
+        if isinstance(value, list):
+            value = ",".join(str(v) for v in value[:3])
+        if value not in (None, ""):
+            pieces.append(f"{claim}={safe_text(value)}")
+    return ", ".join(pieces)
+
+
+def _time_claims(payload: dict) -> tuple[datetime | None, datetime | None] | str:
+    """(exp, nbf) as datetimes, or a reason string when a present claim is not a NumericDate."""
+    out: list[datetime | None] = []
+    for claim in ("exp", "nbf"):
+        value = payload.get(claim)
+        if value is None:
+            out.append(None)
+            continue
+        moment = as_timestamp(value)
+        if moment is None:
+            return f"'{claim}' is not a NumericDate, malformed"
+        out.append(moment)
+    return out[0], out[1]
+
+
+def _validity(exp: datetime | None, nbf: datetime | None, now: datetime) -> str:
+    if nbf is not None and nbf > now:
+        return f"not valid before {day(nbf)} ({ago(nbf, now)})" + (f", expires {day(exp)}" if exp else "")
+    if exp is None:
+        return "no expiry (no exp claim)"
+    return f"expires {day(exp)} ({ago(exp, now)})"
+
+
+def _verify_jwe(parts: list[str]) -> Verification:
+    header = json_object(b64url_decode(parts[0]))
+    if header is None or not isinstance(header.get("alg"), str) or not isinstance(header.get("enc"), str):
+        return Verification(Verdict.INVALID, "five parts but the header is not base64url JSON with alg and enc, not a JWE")
+    alg, enc = header["alg"], header["enc"]
+    shown = f"JWE ({safe_text(alg, 20)}, {safe_text(enc, 20)})"
+    decoded = [b64url_decode(p) for p in parts[1:]]
+    if any(d is None for d in decoded):
+        return Verification(Verdict.INVALID, f"{shown} with a part that is not base64url, malformed")
+    key, iv, ciphertext, tag = decoded  # type: ignore[misc]
+    if alg == "dir" and key:
+        return Verification(Verdict.INVALID, f"{shown}: direct encryption must have an empty key part, malformed")
+    sizes = _JWE_ENC.get(enc)
+    if sizes is not None:
+        iv_bytes, tag_bytes, block = sizes
+        if len(iv) != iv_bytes or len(tag) != tag_bytes or len(ciphertext) % block or not ciphertext:
+            return Verification(
+                Verdict.INVALID,
+                f"{shown}: IV {len(iv)} bytes, tag {len(tag)} bytes; {safe_text(enc, 20)} uses {iv_bytes} and {tag_bytes} (mangled)",
+            )
+    return Verification(Verdict.UNVERIFIED, f"{shown}, {len(ciphertext)}-byte encrypted payload: expiry cannot be read offline")

@@ -1,0 +1,474 @@
+"""Verify PEM private keys offline: extract the body in any form, decode it, and load it with ``cryptography``.
+
+The body may come with real newlines, literal ``\\n`` escapes (JSON, logs), indentation, a diff's
+``+`` or a quote's ``>`` in front of every line, or all on one line. The verdicts:
+
+* ``valid``: the key material parses (type and size in the detail);
+* ``encrypted``: encrypted PKCS#8, legacy ``Proc-Type: 4,ENCRYPTED`` PEM, an OpenSSH key with a
+  cipher, or a PGP key protected by S2K;
+* ``redacted``: the body is omitted or a placeholder (``MIIE...``, ``<key body omitted>``);
+* ``invalid``: not base64 (the line is named), truncated, base64 that is not a key, or a PGP
+  armor checksum mismatch.
+
+Line numbers in details count the BEGIN line as line 1.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import struct
+import textwrap
+from dataclasses import dataclass
+
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa, x448, x25519
+from cryptography.hazmat.primitives.serialization import load_der_private_key, load_ssh_private_key
+
+from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.placeholder import is_word_like
+
+_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]{2,10} ){0,2})PRIVATE KEY( BLOCK)?-----")
+_END = re.compile(r"-----END ((?:[A-Z0-9]{2,10} ){0,2})PRIVATE KEY( BLOCK)?-----")
+_ESCAPE = re.compile(r"\\+[rnt]")
+_HEADER = re.compile(r"([A-Za-z][A-Za-z0-9-]{1,30}):[ \t]*(.*)")
+_B64_LINE = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_NOT_B64 = re.compile(r"[^A-Za-z0-9+/=]")
+_ELIDED = re.compile(
+    r"\.\.\.|…|<[^<>]{0,80}>|\[[^\[\]]{0,80}\]|\*{3,}|omitted|redacted|elided|truncated|removed|"
+    r"(?<![A-Za-z0-9])snip(?![A-Za-z0-9])|your[ _-]|placeholder|x{6,}|X{6,}",
+    re.I,
+)
+# Quote and comment characters that may prefix every line of a key pasted into code or a message.
+_DECORATION = re.compile(r"^(?:[#>|;*\"',]+|//+)$")
+_CRC24_INIT = 0xB704CE
+_CRC24_POLY = 0x1864CFB
+MAX_BODY_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    number: int  # 1-based line of the PEM block, BEGIN line = 1
+    text: str  # the line without whitespace and quote decoration
+    raw: str = ""  # the line as written (for omission notes like "<key body omitted>")
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    label: str  # "RSA", "EC", "OPENSSH", "ENCRYPTED", "PGP", "" for PKCS#8
+    headers: dict[str, str]
+    lines: tuple[_Line, ...]  # body lines (headers and decoration removed), in order
+    one_line: bool
+
+
+def check_private_key(candidate: Candidate, _context: object) -> Verification | None:
+    """Verdict for a PEM private key block (see the module docstring)."""
+    block = _parse_block(candidate.secret)
+    if block is None:
+        return Verification(Verdict.INVALID, "no complete BEGIN/END PRIVATE KEY block")
+    what = _label_name(block.label)
+    elided = _elided(block)
+    if elided:
+        return elided
+    if block.label == "PGP":
+        return _check_pgp(block)
+    data, problem = _decode(block)
+    if data is None and problem and block.lines and all(l.text[:1] in "+>" for l in block.lines):
+        # A diff ("+") or a quote (">") in front of every line: strip it and try again.
+        stripped_lines = tuple(_Line(l.number, l.text[1:]) for l in block.lines if l.text[1:])
+        stripped = _Block(block.label, block.headers, stripped_lines, block.one_line)
+        data2, problem2 = _decode(stripped)
+        if data2 is not None:
+            data, problem = data2, None
+    if data is None:
+        return Verification(Verdict.INVALID, f"{what}: {problem}, not a key")
+    if _legacy_encrypted(block):
+        cipher = block.headers.get("DEK-Info", "").split(",")[0].strip() or "unknown cipher"
+        return Verification(
+            Verdict.ENCRYPTED,
+            f"encrypted {what} (legacy PEM encryption, {_safe(cipher)}), {len(data)} bytes; passphrase unknown",
+        )
+    if block.label == "OPENSSH":
+        return _check_openssh(data)
+    return _check_der(data, block.label)
+
+
+# ---- extraction ---------------------------------------------------------------------------------
+
+
+def _parse_block(secret: str) -> _Block | None:
+    begin = _BEGIN.search(secret)
+    if begin is None:
+        return None
+    end = _END.search(secret, begin.end())
+    if end is None:
+        return None
+    label = (begin.group(1) or "").strip()
+    if begin.group(2):
+        label = label or "PGP"
+    inner = secret[begin.end() : end.start()][:MAX_BODY_CHARS]
+    # Line breaks in any form: escaped once or several times (JSON in JSON), CRLF, real ones.
+    one_line = "\n" not in inner and not _ESCAPE.search(inner)
+    headers: dict[str, str] = {}
+    if one_line:
+        # Legacy encryption headers written on the same line as the body.
+        for match in re.finditer(r"(Proc-Type|DEK-Info):\s*(\S+)", inner):
+            headers.setdefault(match.group(1), match.group(2))
+        inner = re.sub(r"(?:Proc-Type|DEK-Info):\s*\S+", " ", inner)
+    text = _ESCAPE.sub(lambda m: "\n" if m.group(0)[-1] == "n" else " ", inner).replace("\r", "")
+    lines: list[_Line] = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        raw = raw.strip()
+        if not raw:
+            continue
+        header = None if one_line else _HEADER.fullmatch(raw)
+        if header and not lines:
+            headers[header.group(1)] = header.group(2)
+            continue
+        tokens = [t for t in raw.split() if not _DECORATION.fullmatch(t)]
+        if one_line:
+            # Everything on one line: whitespace separates the chunks of the body; name them by position.
+            lines.extend(_Line(i, t) for i, t in enumerate(tokens, start=len(lines) + 1))
+        elif tokens:
+            lines.append(_Line(number, "".join(tokens), raw))
+    return _Block(label, headers, tuple(lines), one_line)
+
+
+def _where(block: _Block, line: _Line) -> str:
+    return f"chunk {line.number}" if block.one_line else f"line {line.number}"
+
+
+def _elided(block: _Block) -> Verification | None:
+    """``redacted`` when the body is missing, elided or a placeholder."""
+    if not block.lines:
+        return Verification(Verdict.REDACTED, "PEM block with an empty body (key omitted), not a key")
+    for line in block.lines:
+        marker = _ELIDED.search(line.raw or line.text)
+        if marker:
+            token = marker.group(0)
+            what = "placeholder text" if token[:1].isalpha() and token[:1] not in "xX" else "body omitted"
+            return Verification(
+                Verdict.REDACTED, f"{what} ({_marker_name(token)} on {_where(block, line)}), not a key"
+            )
+    joined = "".join(line.text for line in block.lines)
+    if len(joined) >= 8 and (re.fullmatch(r"(.)\1+", joined.rstrip("=")) or len(set(joined)) <= 3):
+        return Verification(Verdict.REDACTED, "body is one repeated character, a placeholder, not a key")
+    for line in block.lines:
+        if _NOT_B64.search(line.text) and is_word_like(line.text):
+            return Verification(Verdict.REDACTED, f"placeholder words instead of a body ({_where(block, line)}), not a key")
+    if len(joined) < 200 and is_word_like(joined):
+        return Verification(Verdict.REDACTED, "body is made of words (a placeholder), not a key")
+    return None
+
+
+def _marker_name(token: str) -> str:
+    """How a detail names an omission marker: quoted when it is punctuation or a short note in words."""
+    if re.fullmatch(r"[<\[][A-Za-z ]{1,40}[>\]]|\.\.\.|…|\*+", token):
+        return repr(token)
+    if token[:1] in "<[":
+        return "a bracketed note"
+    if token[:1] in "xX":
+        return "'xxxx'"
+    return repr(token.lower().strip(" _-")[:12])
+
+
+def _legacy_encrypted(block: _Block) -> bool:
+    return "ENCRYPTED" in block.headers.get("Proc-Type", "").upper()
+
+
+def _decode(block: _Block) -> tuple[bytes | None, str | None]:
+    """Base64-decode the body, or say precisely why it is not base64 (naming the line)."""
+    lines = block.lines
+    for i, line in enumerate(lines):
+        bad = _NOT_B64.search(line.text)
+        if bad:
+            char = bad.group(0)
+            shown = repr(char) if not char.isalnum() and char.isprintable() else "a non-base64 character"
+            return None, f"body is not valid base64 ({_where(block, line)}: {shown})"
+        if "=" in line.text.rstrip("=") or ("=" in line.text and i != len(lines) - 1):
+            return None, f"body is not valid base64 ({_where(block, line)}: '=' padding inside the data)"
+        if not _B64_LINE.fullmatch(line.text):
+            return None, f"body is not valid base64 ({_where(block, line)}: too much padding)"
+    joined = "".join(line.text for line in lines)
+    usable = len(joined.rstrip("=")) // 4 * 4
+    if len(joined) % 4:
+        prefix = base64.b64decode(joined.rstrip("=")[:usable]) if usable else b""
+        declared = _der_declared_length(prefix)
+        if declared and declared > len(prefix):
+            return None, f"truncated (the DER structure declares {declared} bytes, the body holds {len(prefix)})"
+        return None, f"body is not valid base64 (length {len(joined)} is not a multiple of 4: characters missing)"
+    try:
+        return base64.b64decode(joined, validate=True), None
+    except (binascii.Error, ValueError):
+        return None, "body is not valid base64"
+
+
+# ---- DER (PKCS#1, SEC1, DSA, PKCS#8, encrypted PKCS#8) -----------------------------------------
+
+
+def _der_declared_length(data: bytes) -> int | None:
+    """Total length the outer DER SEQUENCE declares (header included); None if it is no SEQUENCE header."""
+    if len(data) < 2 or data[0] != 0x30:
+        return None
+    first = data[1]
+    if first < 0x80:
+        return 2 + first
+    count = first & 0x7F
+    if count == 0 or count > 4 or len(data) < 2 + count:
+        return None
+    return 2 + count + int.from_bytes(data[2 : 2 + count], "big")
+
+
+def _der_format(data: bytes, label: str) -> str:
+    """PKCS#8 when the second element of the outer SEQUENCE is a SEQUENCE (AlgorithmIdentifier)."""
+    try:
+        offset = _skip_header(data, 0)
+        offset = _skip_element(data, offset)  # version INTEGER
+        is_pkcs8 = data[offset] == 0x30
+    except IndexError:
+        is_pkcs8 = label == ""
+    if is_pkcs8:
+        return "PKCS#8" + (f" under a {label} label" if label not in ("", "ENCRYPTED") else "")
+    return {"RSA": "PKCS#1", "EC": "SEC1", "DSA": "OpenSSL DSA"}.get(label, "traditional")
+
+
+def _skip_header(data: bytes, offset: int) -> int:
+    first = data[offset + 1]
+    return offset + 2 + (first & 0x7F if first >= 0x80 else 0)
+
+
+def _skip_element(data: bytes, offset: int) -> int:
+    first = data[offset + 1]
+    if first < 0x80:
+        return offset + 2 + first
+    count = first & 0x7F
+    return offset + 2 + count + int.from_bytes(data[offset + 2 : offset + 2 + count], "big")
+
+
+_PBE_OIDS = {
+    bytes.fromhex("2a864886f70d01050d"): "PBES2",
+    bytes.fromhex("2a864886f70d01050a"): "PBES1 (DES)",
+    bytes.fromhex("2a864886f70d010c0103"): "PKCS#12 3DES",
+    bytes.fromhex("2a864886f70d010c0106"): "PKCS#12 RC2",
+}
+
+
+def _pbe_scheme(data: bytes) -> str:
+    for oid, name in _PBE_OIDS.items():
+        if oid in data[:64]:
+            return name
+    return "unknown scheme"
+
+
+def _check_der(data: bytes, label: str) -> Verification:
+    declared = _der_declared_length(data)
+    if declared is None:
+        return Verification(Verdict.INVALID, f"{_label_name(label)}: valid base64 but not DER ({len(data)} bytes), not a key")
+    if declared > len(data):
+        return Verification(
+            Verdict.INVALID,
+            f"{_label_name(label)}: truncated (the DER structure declares {declared} bytes, the body holds {len(data)}), not a key",
+        )
+    try:
+        key = load_der_private_key(data, password=None)
+    except TypeError:
+        # cryptography says a password is needed: the structure is an encrypted PKCS#8 key.
+        return Verification(
+            Verdict.ENCRYPTED, f"encrypted PKCS#8 private key ({_pbe_scheme(data)}), {len(data)} bytes; passphrase unknown"
+        )
+    except (ValueError, UnsupportedAlgorithm, OverflowError):
+        if label == "ENCRYPTED":
+            return Verification(Verdict.INVALID, "encrypted PKCS#8 label, but the body is not an EncryptedPrivateKeyInfo")
+        return Verification(
+            Verdict.INVALID, f"{_label_name(label)}: valid base64 and DER ({len(data)} bytes) but does not parse as a key"
+        )
+    return Verification(Verdict.VALID, f"{_describe(key)} private key ({_der_format(data, label)}), parses")
+
+
+def _describe(key: object) -> str:
+    if isinstance(key, rsa.RSAPrivateKey):
+        return f"RSA {key.key_size}-bit"
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        return f"EC {key.curve.name} ({key.key_size}-bit)"
+    if isinstance(key, dsa.DSAPrivateKey):
+        return f"DSA {key.key_size}-bit"
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        return "Ed25519"
+    if isinstance(key, ed448.Ed448PrivateKey):
+        return "Ed448"
+    if isinstance(key, x25519.X25519PrivateKey):
+        return "X25519"
+    if isinstance(key, x448.X448PrivateKey):
+        return "X448"
+    return type(key).__name__
+
+
+def _label_name(label: str) -> str:
+    return {
+        "": "PKCS#8 private key",
+        "RSA": "RSA private key",
+        "EC": "EC private key",
+        "DSA": "DSA private key",
+        "OPENSSH": "OpenSSH private key",
+        "ENCRYPTED": "encrypted PKCS#8 private key",
+        "PGP": "PGP private key block",
+    }.get(label, f"{_safe(label)} private key")
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9 ,._-]", "?", text)[:32]
+
+
+# ---- OpenSSH ------------------------------------------------------------------------------------
+
+_OPENSSH_MAGIC = b"openssh-key-v1\x00"
+
+
+def _ssh_string(data: bytes, offset: int) -> tuple[bytes, int]:
+    if offset + 4 > len(data):
+        raise IndexError("short")
+    (length,) = struct.unpack(">I", data[offset : offset + 4])
+    end = offset + 4 + length
+    if end > len(data):
+        raise IndexError("short")
+    return data[offset + 4 : end], end
+
+
+def _check_openssh(data: bytes) -> Verification:
+    if not data.startswith(_OPENSSH_MAGIC):
+        return Verification(Verdict.INVALID, "OpenSSH private key: valid base64 but no openssh-key-v1 header, not a key")
+    try:
+        cipher, offset = _ssh_string(data, len(_OPENSSH_MAGIC))
+        kdf, offset = _ssh_string(data, offset)
+        _, offset = _ssh_string(data, offset)  # kdf options
+        (count,) = struct.unpack(">I", data[offset : offset + 4])
+        offset += 4
+        for _ in range(min(count, 16)):
+            _, offset = _ssh_string(data, offset)  # public keys
+        _, offset = _ssh_string(data, offset)  # private section
+    except (IndexError, struct.error):
+        return Verification(Verdict.INVALID, f"OpenSSH private key: truncated ({len(data)} bytes, a field runs past the end), not a key")
+    cipher_name = _safe(cipher.decode("ascii", "replace"))
+    if cipher_name != "none":
+        kdf_name = _safe(kdf.decode("ascii", "replace"))
+        return Verification(Verdict.ENCRYPTED, f"encrypted OpenSSH private key ({cipher_name}, {kdf_name} KDF); passphrase unknown")
+    pem = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+        + "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 70))
+        + "\n-----END OPENSSH PRIVATE KEY-----\n"
+    )
+    try:
+        key = load_ssh_private_key(pem.encode(), password=None)
+    except TypeError:
+        return Verification(Verdict.ENCRYPTED, "encrypted OpenSSH private key; passphrase unknown")
+    except (ValueError, UnsupportedAlgorithm, OverflowError):
+        return Verification(Verdict.INVALID, "OpenSSH private key: header parses but the key material does not, not a key")
+    return Verification(Verdict.VALID, f"{_describe(key)} private key (OpenSSH), parses")
+
+
+# ---- PGP ----------------------------------------------------------------------------------------
+
+
+def crc24(data: bytes) -> int:
+    """The OpenPGP armor checksum (RFC 4880 section 6.1)."""
+    crc = _CRC24_INIT
+    for byte in data:
+        crc ^= byte << 16
+        for _ in range(8):
+            crc <<= 1
+            if crc & 0x1000000:
+                crc ^= _CRC24_POLY
+    return crc & 0xFFFFFF
+
+
+def _check_pgp(block: _Block) -> Verification:
+    lines = list(block.lines)
+    checksum: str | None = None
+    if lines and re.fullmatch(r"=[A-Za-z0-9+/]{4}", lines[-1].text):
+        checksum = lines.pop().text[1:]
+    elif lines and re.search(r"=[A-Za-z0-9+/]{4}$", lines[-1].text) and not lines[-1].text.endswith("=="):
+        # The checksum glued to the last line (a one-line paste).
+        last = lines[-1]
+        checksum = last.text[-4:]
+        lines[-1] = _Line(last.number, last.text[:-5])
+    body = _Block(block.label, block.headers, tuple(lines), block.one_line)
+    data, problem = _decode(body)
+    if data is None:
+        return Verification(Verdict.INVALID, f"PGP private key block: {problem}, not a key")
+    if checksum is not None:
+        expected = base64.b64encode(crc24(data).to_bytes(3, "big")).decode()
+        if expected != checksum:
+            return Verification(Verdict.INVALID, "PGP private key block: armor checksum (CRC24) mismatch, corrupted or invented")
+    packet = _pgp_secret_key(data)
+    if packet is None:
+        return Verification(Verdict.INVALID, "PGP private key block: checksum aside, the first packet is not a secret key")
+    algorithm, protected = packet
+    sum_note = "armor checksum matches" if checksum is not None else "no armor checksum"
+    if protected:
+        return Verification(Verdict.ENCRYPTED, f"PGP {algorithm} secret key, passphrase-protected ({sum_note}); passphrase unknown")
+    return Verification(Verdict.VALID, f"PGP {algorithm} secret key, unprotected ({sum_note}), parses")
+
+
+_PGP_ALGORITHMS = {1: "RSA", 2: "RSA", 3: "RSA", 16: "ElGamal", 17: "DSA", 18: "ECDH", 19: "ECDSA", 22: "EdDSA",
+                   25: "X25519", 26: "X448", 27: "Ed25519", 28: "Ed448"}
+_PGP_MPIS = {1: 2, 2: 2, 3: 2, 16: 3, 17: 4}
+_PGP_FIXED = {25: 32, 26: 56, 27: 32, 28: 57}
+
+
+def _pgp_secret_key(data: bytes) -> tuple[str, bool] | None:
+    """(algorithm, passphrase-protected) of the first packet when it is a secret (sub)key packet."""
+    try:
+        tag_byte = data[0]
+        if not tag_byte & 0x80:
+            return None
+        if tag_byte & 0x40:  # new format
+            tag = tag_byte & 0x3F
+            first = data[1]
+            if first < 192:
+                offset = 2
+            elif first < 224:
+                offset = 3
+            elif first == 255:
+                offset = 6
+            else:
+                return None
+        else:
+            tag = (tag_byte >> 2) & 0x0F
+            offset = 1 + {0: 1, 1: 2, 2: 4, 3: 0}[tag_byte & 0x03]
+        if tag not in (5, 7):
+            return None
+        version = data[offset]
+        algorithm = data[offset + 5]
+        offset += 6
+        if version in (5, 6):
+            (length,) = struct.unpack(">I", data[offset : offset + 4])
+            offset += 4 + length
+        elif version == 4:
+            offset = _skip_public_material(data, offset, algorithm)
+        else:
+            return None
+        usage = data[offset]
+    except (IndexError, KeyError, struct.error):
+        return None
+    return _PGP_ALGORITHMS.get(algorithm, f"algorithm {algorithm}"), usage != 0
+
+
+def _skip_public_material(data: bytes, offset: int, algorithm: int) -> int:
+    def mpi(at: int) -> int:
+        bits = int.from_bytes(data[at : at + 2], "big")
+        return at + 2 + (bits + 7) // 8
+
+    if algorithm in _PGP_MPIS:
+        for _ in range(_PGP_MPIS[algorithm]):
+            offset = mpi(offset)
+        return offset
+    if algorithm in (18, 19, 22):
+        offset += 1 + data[offset]  # curve OID
+        offset = mpi(offset)
+        if algorithm == 18:
+            offset += 1 + data[offset]  # KDF parameters
+        return offset
+    if algorithm in _PGP_FIXED:
+        return offset + _PGP_FIXED[algorithm]
+    raise KeyError(algorithm)

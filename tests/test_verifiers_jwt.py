@@ -1,0 +1,135 @@
+"""JWT verifier: tokens built at test time with controlled claims, judged against a fixed clock."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from shardscan.model import Verdict
+from shardscan.synth import b64url
+from tests.verifier_helpers import only, verify
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+SIGNATURE_BYTES = {"HS256": 32, "HS384": 48, "HS512": 64, "RS256": 256, "ES256": 64, "ES384": 96, "EdDSA": 64}
+
+
+def make_jwt(payload: dict, alg: str = "HS256", signature_bytes: int | None = None, header: dict | None = None) -> str:
+    rng = random.Random(json.dumps(payload, sort_keys=True) + alg)
+    head = header if header is not None else {"alg": alg, "typ": "JWT"}
+    size = SIGNATURE_BYTES.get(alg, 32) if signature_bytes is None else signature_bytes
+    return ".".join([b64url(json.dumps(head).encode()), b64url(json.dumps(payload).encode()), b64url(rng.randbytes(size))])
+
+
+def ts(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
+
+
+def test_documented_detail_for_an_expired_token():
+    token = make_jwt({"iss": "auth.example.com", "sub": "42", "exp": ts("2019-06-05T10:00:00")})
+    outcome = verify(token, "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.EXPIRED, "HS256 JWT, iss=auth.example.com, expired 2019-06-05 (7 years ago)"
+    )
+
+
+@pytest.mark.parametrize("alg", sorted(SIGNATURE_BYTES))
+def test_well_formed_unexpired_token_is_valid(alg):
+    token = make_jwt({"iss": "auth.example.com", "aud": ["api", "web"], "exp": ts("2027-01-01T00:00:00")}, alg)
+    outcome = verify(token, "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.VALID, f"{alg} JWT, iss=auth.example.com, aud=api,web, expires 2027-01-01 (in 29 days)"
+    )
+
+
+def test_expiry_follows_the_clock():
+    token = make_jwt({"exp": ts("2026-07-27T00:00:00")})
+    assert verify(token, "jwt", datetime(2026, 7, 26, tzinfo=UTC)).verdict == Verdict.VALID
+    assert verify(token, "jwt", datetime(2026, 7, 28, tzinfo=UTC)).verdict == Verdict.EXPIRED
+    assert verify(token, "jwt", datetime(2026, 7, 27, tzinfo=UTC)).verdict == Verdict.EXPIRED  # exp is exclusive
+
+
+def test_not_yet_valid_token_is_valid_and_says_when():
+    token = make_jwt({"nbf": ts("2027-03-01T00:00:00"), "exp": ts("2027-04-01T00:00:00")})
+    outcome = verify(token, "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.VALID, "HS256 JWT, not valid before 2027-03-01 (in 2 months), expires 2027-04-01"
+    )
+
+
+def test_token_without_exp_is_valid():
+    outcome = verify(make_jwt({"sub": "svc"}), "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (Verdict.VALID, "HS256 JWT, no expiry (no exp claim)")
+
+
+def test_signature_length_must_match_alg():
+    outcome = verify(make_jwt({"sub": "1"}, "HS256", signature_bytes=20), "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.INVALID, "HS256 JWT: 20-byte signature, HS256 signs with 32 bytes (mangled)"
+    )
+    assert verify(make_jwt({"sub": "1"}, "RS256", signature_bytes=100), "jwt", NOW).verdict == Verdict.INVALID
+    assert verify(make_jwt({"sub": "1"}, "RS256", signature_bytes=512), "jwt", NOW).verdict == Verdict.VALID
+
+
+def test_alg_none_is_not_a_credential():
+    token = make_jwt({"sub": "1"}, header={"alg": "none"}).rsplit(".", 1)[0] + "."
+    outcome = verify(token, "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (Verdict.INVALID, "none JWT: unsigned (alg none), grants nothing by itself")
+
+
+def test_empty_signature_is_invalid():
+    token = make_jwt({"sub": "1"}).rsplit(".", 1)[0] + "."
+    assert verify(token, "jwt", NOW).detail == "HS256 JWT: signature part is empty (stripped), not usable"
+
+
+@pytest.mark.parametrize(
+    "token, detail",
+    [
+        (b64url(b"not json") + "." + b64url(b'{"a":1}') + ".abc", "header is not base64url JSON, not a JWT"),
+        (b64url(b'{"typ":"JWT"}') + "." + b64url(b'{"a":1}') + ".abc", "header has no 'alg', not a JWT"),
+        (b64url(b'{"alg":"HS256"}') + "." + b64url(b"\xff\xfe") + ".abc",
+         "HS256 JWT whose payload is not base64url JSON, not a usable token"),
+        (b64url(b'{"alg":"HS256"}') + "." + b64url(b'{"exp":"tomorrow"}') + ".abc",
+         "HS256 JWT, 'exp' is not a NumericDate, malformed"),
+    ],
+)
+def test_malformed_tokens_are_invalid(token, detail):
+    outcome = verify(token, "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (Verdict.INVALID, detail)
+
+
+def test_jwe_is_recognised():
+    header = b64url(json.dumps({"alg": "dir", "enc": "A256GCM"}).encode())
+    rng = random.Random(7)
+    token = ".".join([header, "", b64url(rng.randbytes(12)), b64url(rng.randbytes(90)), b64url(rng.randbytes(16))])
+    finding = only(f"session={token}", "jwe")
+    assert (finding.verdict, finding.detail) == (
+        Verdict.UNVERIFIED, "JWE (dir, A256GCM), 90-byte encrypted payload: expiry cannot be read offline"
+    )
+    broken = ".".join([header, "", b64url(rng.randbytes(9)), b64url(rng.randbytes(90)), b64url(rng.randbytes(16))])
+    assert verify(broken, "jwe", NOW).verdict == Verdict.INVALID
+
+
+def test_jwt_io_sample_is_an_example_whatever_its_signature():
+    payload = {"sub": "1234567890", "name": "John Doe", "iat": 1516239022}
+    token = make_jwt(payload)
+    finding = only(f"Authorization: Bearer {token}", "jwt")
+    assert finding.verdict == Verdict.EXAMPLE
+    assert finding.severity == "info"
+    assert "jwt.io sample token" in finding.detail
+
+
+def test_claims_in_the_detail_are_masked_and_bounded():
+    secretish = "Zk9vQmFyQmF6UXV4UXV1eENvcmdlR3JhdWx0"
+    outcome = verify(make_jwt({"iss": secretish, "aud": "x" * 300}), "jwt", NOW)
+    assert secretish not in outcome.detail
+    assert len(outcome.detail) < 200
+
+
+def test_expired_and_valid_jwt_severities_through_the_detector():
+    expired = only("token=" + make_jwt({"exp": ts("2020-01-01T00:00:00")}), "jwt", NOW)
+    live = only("token=" + make_jwt({"exp": ts("2030-01-01T00:00:00")}), "jwt", NOW)
+    assert (expired.verdict, expired.severity) == (Verdict.EXPIRED, "low")
+    assert (live.verdict, live.severity) == (Verdict.VALID, "high")

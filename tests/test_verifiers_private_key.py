@@ -1,0 +1,251 @@
+"""Private-key verifier: keys generated with cryptography, then wrapped and corrupted in every way."""
+
+from __future__ import annotations
+
+import base64
+import struct
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from shardscan.model import Verdict
+from shardscan.synth import private_key_pem
+from shardscan.verifiers.private_key import crc24
+from tests.verifier_helpers import only, verify
+
+VALID = {
+    "rsa": "RSA 2048-bit private key (PKCS#1), parses",
+    "rsa-pkcs8": "RSA 2048-bit private key (PKCS#8), parses",
+    "ec": "EC secp256r1 (256-bit) private key (SEC1), parses",
+    "ed25519": "Ed25519 private key (OpenSSH), parses",
+}
+
+
+def _lines(kind: str) -> list[str]:
+    return private_key_pem(kind).strip().splitlines()
+
+
+def _forms(pem: str) -> dict[str, str]:
+    lines = pem.strip().splitlines()
+    return {
+        "newlines": pem,
+        "escaped": pem.strip().replace("\n", "\\n"),
+        "double-escaped": pem.strip().replace("\n", "\\\\n"),
+        "crlf-escaped": pem.strip().replace("\n", "\\r\\n"),
+        "indented": "\n".join("        " + line for line in lines),
+        "one-line": lines[0] + "".join(lines[1:-1]) + lines[-1],
+        "spaces": " ".join(lines),
+        "diff": "\n".join("+" + line for line in lines),
+        "quoted": "\n".join("> " + line for line in lines),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(VALID))
+@pytest.mark.parametrize("form", sorted(_forms("-----BEGIN X-----\nA\n-----END X-----")))
+def test_generated_keys_parse_in_every_form(kind, form):
+    text = _forms(private_key_pem(kind))[form]
+    outcome = verify(text[text.index("-----BEGIN"):], "private-key")
+    assert (outcome.verdict, outcome.detail) == (Verdict.VALID, VALID[kind])
+
+
+@pytest.mark.parametrize("kind", sorted(VALID))
+def test_key_in_a_json_string_is_found_and_valid(kind):
+    import json
+
+    cell = json.dumps({"path": "/root/.ssh/id", "content": private_key_pem(kind)})
+    finding = only(cell, "private-key")
+    assert (finding.verdict, finding.detail, finding.severity) == (Verdict.VALID, VALID[kind], "critical")
+
+
+def test_encrypted_pkcs8_is_encrypted():
+    outcome = verify(private_key_pem("encrypted"), "private-key")
+    assert outcome.verdict == Verdict.ENCRYPTED
+    assert outcome.detail.startswith("encrypted PKCS#8 private key (PBES2), ")
+    assert outcome.detail.endswith("passphrase unknown")
+
+
+def test_legacy_proc_type_encrypted_is_encrypted():
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.BestAvailableEncryption(b"hunter2"),
+    ).decode()
+    assert "Proc-Type: 4,ENCRYPTED" in pem
+    for text in (pem, pem.strip().replace("\n", "\\n")):
+        outcome = verify(text, "private-key")
+        assert outcome.verdict == Verdict.ENCRYPTED
+        assert "legacy PEM encryption, AES-256-CBC" in outcome.detail
+
+
+def _ssh_string(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
+def test_openssh_key_with_a_cipher_is_encrypted():
+    blob = (
+        b"openssh-key-v1\x00" + _ssh_string(b"aes256-ctr") + _ssh_string(b"bcrypt")
+        + _ssh_string(_ssh_string(bytes(16)) + struct.pack(">I", 16)) + struct.pack(">I", 1)
+        + _ssh_string(_ssh_string(b"ssh-ed25519") + _ssh_string(bytes(32))) + _ssh_string(bytes(range(144)))
+    )
+    body = base64.b64encode(blob).decode()
+    pem = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(body[i : i + 70] for i in range(0, len(body), 70))
+    pem += "\n-----END OPENSSH PRIVATE KEY-----"
+    outcome = verify(pem, "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.ENCRYPTED, "encrypted OpenSSH private key (aes256-ctr, bcrypt KDF); passphrase unknown"
+    )
+
+
+@pytest.mark.parametrize("kind", ["rsa", "rsa-pkcs8", "ec", "encrypted"])
+def test_truncated_keys_are_invalid_and_say_truncated(kind):
+    lines = _lines(kind)
+    text = "\n".join(lines[: len(lines) // 2] + [lines[-1]])
+    outcome = verify(text, "private-key")
+    assert outcome.verdict == Verdict.INVALID
+    assert "truncated (the DER structure declares" in outcome.detail
+
+
+def test_truncated_openssh_key_is_invalid():
+    lines = _lines("ed25519")
+    outcome = verify("\n".join(lines[:3] + [lines[-1]]), "private-key")
+    assert outcome.verdict == Verdict.INVALID
+    assert "OpenSSH private key: truncated" in outcome.detail
+
+
+def test_bad_base64_names_the_line():
+    lines = _lines("rsa")
+    lines[4] = lines[4][:30] + "#" + lines[4][31:]
+    outcome = verify("\n".join(lines), "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.INVALID, "RSA private key: body is not valid base64 (line 5: '#'), not a key"
+    )
+
+
+def test_padding_inside_the_body_names_the_line():
+    lines = _lines("rsa-pkcs8")
+    lines[3] = lines[3][:20] + "=" + lines[3][21:]
+    outcome = verify("\n".join(lines), "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.INVALID, "PKCS#8 private key: body is not valid base64 (line 4: '=' padding inside the data), not a key"
+    )
+
+
+def test_a_character_missing_is_reported():
+    lines = _lines("ec")
+    lines[2] = lines[2][:-1]
+    outcome = verify("\n".join(lines), "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.INVALID, "EC private key: truncated (the DER structure declares 121 bytes, the body holds 120), not a key"
+    )
+    lines = _lines("ed25519")
+    lines[2] = lines[2][:-1]
+    outcome = verify("\n".join(lines), "private-key")
+    assert outcome.verdict == Verdict.INVALID
+    assert "is not a multiple of 4: characters missing" in outcome.detail
+
+
+@pytest.mark.parametrize(
+    "body, detail",
+    [
+        ("MIIEowIBAAKCAQEA...\n<key body omitted>", "body omitted ('...' on line 2), not a key"),
+        ("<key body omitted>", "body omitted ('<key body omitted>' on line 2), not a key"),
+        ("[REDACTED]", "body omitted ('[REDACTED]' on line 2), not a key"),
+        ("MIIE…", "body omitted ('…' on line 2), not a key"),
+        ("YOUR_PRIVATE_KEY_HERE", "placeholder text ('your' on line 2), not a key"),
+        ("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "body omitted ('xxxx' on line 2), not a key"),
+        ("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "body is one repeated character, a placeholder, not a key"),
+        ("PasteTheKeyContentHere", "body is made of words (a placeholder), not a key"),
+    ],
+)
+def test_redacted_bodies(body, detail):
+    outcome = verify(f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----", "private-key")
+    assert (outcome.verdict, outcome.detail) == (Verdict.REDACTED, detail)
+
+
+def test_valid_base64_that_is_not_a_key():
+    body = base64.b64encode(b"this is a perfectly fine sentence, base64 encoded, not DER").decode()
+    outcome = verify(f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----", "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.INVALID, "PKCS#8 private key: valid base64 but not DER (58 bytes), not a key"
+    )
+
+
+def test_der_that_is_not_a_key():
+    der = bytes([0x30, 0x0A, 0x02, 0x01, 0x00]) + bytes([0x04, 0x05]) + b"hello"
+    body = base64.b64encode(der).decode()
+    outcome = verify(f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----", "private-key")
+    assert outcome.verdict == Verdict.INVALID
+    assert "does not parse as a key" in outcome.detail
+
+
+def test_pkcs8_body_under_an_rsa_label_is_named():
+    lines = _lines("rsa-pkcs8")
+    text = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines[1:-1]) + "\n-----END RSA PRIVATE KEY-----"
+    outcome = verify(text, "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.VALID, "RSA 2048-bit private key (PKCS#8 under a RSA label), parses"
+    )
+
+
+# ---- PGP armor -----------------------------------------------------------------------------------
+
+
+def _pgp_secret_key_packet(protected: bool) -> bytes:
+    """A v4 RSA secret-key packet (tag 5) around a key generated now."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    numbers = key.private_numbers()
+
+    def mpi(value: int) -> bytes:
+        return struct.pack(">H", value.bit_length()) + value.to_bytes((value.bit_length() + 7) // 8, "big")
+
+    public = b"\x04" + struct.pack(">I", 1_700_000_000) + b"\x01" + mpi(numbers.public_numbers.n) + mpi(numbers.public_numbers.e)
+    if protected:
+        secret = b"\xfe\x07\x03\x02" + bytes(8) + b"\x60" + bytes(16) + bytes(64)
+    else:
+        material = mpi(numbers.d) + mpi(numbers.p) + mpi(numbers.q) + mpi(numbers.iqmp)
+        secret = b"\x00" + material + struct.pack(">H", sum(material) & 0xFFFF)
+    body = public + secret
+    return bytes([0xC5, 0xFF]) + struct.pack(">I", len(body)) + body
+
+
+def _armor(data: bytes, checksum: bytes | None = None) -> str:
+    body = base64.b64encode(data).decode()
+    crc = base64.b64encode((checksum or crc24(data).to_bytes(3, "big"))).decode()
+    lines = ["-----BEGIN PGP PRIVATE KEY BLOCK-----", "Version: test", ""]
+    lines += [body[i : i + 64] for i in range(0, len(body), 64)]
+    lines += ["=" + crc, "-----END PGP PRIVATE KEY BLOCK-----"]
+    return "\n".join(lines)
+
+
+def test_pgp_key_with_matching_checksum_is_valid():
+    outcome = verify(_armor(_pgp_secret_key_packet(protected=False)), "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.VALID, "PGP RSA secret key, unprotected (armor checksum matches), parses"
+    )
+
+
+def test_pgp_key_protected_by_s2k_is_encrypted():
+    outcome = verify(_armor(_pgp_secret_key_packet(protected=True)), "private-key")
+    assert outcome.verdict == Verdict.ENCRYPTED
+
+
+def test_pgp_checksum_mismatch_is_invalid():
+    outcome = verify(_armor(_pgp_secret_key_packet(protected=False), checksum=b"\x00\x00\x01"), "private-key")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.INVALID, "PGP private key block: armor checksum (CRC24) mismatch, corrupted or invented"
+    )
+
+
+def test_crc24_matches_the_rfc_test_vector():
+    # The CRC-24 of "123456789" with the OpenPGP parameters (RFC 4880 6.1) is 0x21CF02.
+    assert crc24(b"123456789") == 0x21CF02
+
+
+def test_detail_never_contains_the_key_body():
+    for kind in ("rsa", "ec", "ed25519", "encrypted"):
+        lines = _lines(kind)
+        for text in ("\n".join(lines), "\n".join(lines[:4] + [lines[-1]])):
+            detail = verify(text, "private-key").detail
+            assert not any(len(line) > 8 and line in detail for line in lines[1:-1])

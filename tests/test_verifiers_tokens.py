@@ -1,0 +1,211 @@
+"""GitHub, AWS, OpenAI, Anthropic, Hugging Face, placeholder and documented-example verdicts."""
+
+from __future__ import annotations
+
+import random
+import string
+from datetime import UTC, datetime
+
+import pytest
+
+from shardscan.model import Verdict
+from shardscan.synth import (
+    BASE32,
+    anthropic_key,
+    aws_key_id,
+    aws_secret,
+    base62_crc32,
+    expand,
+    github_fine_grained,
+    github_token,
+    huggingface_token,
+    jwt,
+    openai_key,
+)
+from shardscan.verifiers.aws import account_id
+from shardscan.verifiers.github import base62_crc32 as verifier_crc
+from shardscan.verifiers.placeholder import is_word_like
+from tests.verifier_helpers import findings, only, verify
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def _flip_last(token: str) -> str:
+    """The same token with its last character changed (a checksum that no longer matches)."""
+    return token[:-1] + ("A" if token[-1] != "A" else "B")
+
+
+# ---- GitHub ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix, rule", [("ghp_", "github-pat"), ("gho_", "github-oauth-token"),
+                                          ("ghu_", "github-user-token"), ("ghs_", "github-app-token"),
+                                          ("ghr_", "github-refresh-token")])
+def test_classic_tokens_checksum(prefix, rule):
+    token = github_token(random.Random(prefix), prefix)
+    good = only(f"token: {token}", rule)
+    assert good.verdict == Verdict.VALID
+    assert good.detail.endswith(f"({prefix}), CRC32 checksum matches")
+    bad = verify(_flip_last(token), rule)
+    if prefix == "ghr_" and len(token) != 40:
+        # Long refresh tokens: no documented checksum layout, so a mismatch stays on the blocking side.
+        assert bad.verdict == Verdict.UNVERIFIED
+        return
+    assert bad.verdict == Verdict.INVALID
+    assert "CRC32 checksum does not match: invented or mangled" in bad.detail
+
+
+def test_short_refresh_token_checksum_is_checked():
+    rng = random.Random(12)
+    body = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(30))
+    assert verify("ghr_" + body + base62_crc32(body), "github-refresh-token").verdict == Verdict.VALID
+    assert verify("ghr_" + body + _flip_last(base62_crc32(body)), "github-refresh-token").verdict == Verdict.INVALID
+
+
+def test_checksum_is_over_the_body_without_prefix():
+    assert verifier_crc("abc") == base62_crc32("abc")
+    rng = random.Random(3)
+    body = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(30))
+    # A checksum computed with the prefix included is wrong.
+    assert verify("ghp_" + body + base62_crc32("ghp_" + body), "github-pat").verdict == Verdict.INVALID
+    assert verify("ghp_" + body + base62_crc32(body), "github-pat").verdict == Verdict.VALID
+
+
+def test_fine_grained_token_checksum():
+    token = github_fine_grained(random.Random(5))
+    assert only(f"GH_TOKEN={token}", "github-fine-grained-pat").verdict == Verdict.VALID
+    tampered = token[:-16] + ("A" if token[-16] != "A" else "B") + token[-15:]
+    outcome = verify(tampered, "github-fine-grained-pat")
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.INVALID, "GitHub fine-grained token whose SHA-256 checksum does not match: invented or mangled"
+    )
+    # The last 8 characters are not covered by the checksum.
+    assert verify(token[:-1] + ("A" if token[-1] != "A" else "B"), "github-fine-grained-pat").verdict == Verdict.VALID
+
+
+def test_app_installation_jwt_token_uses_the_embedded_exp():
+    rng = random.Random(9)
+    expired = f"ghs_123456_{jwt(rng, exp=1_785_110_400)}"  # 2026-07-27
+    live = f"ghs_123456_{jwt(rng, exp=1_800_000_000)}"  # 2027-01-15
+    finding = only(f"token: {expired}", "github-app-installation-jwt-token", NOW)
+    assert finding.verdict == Verdict.EXPIRED
+    assert finding.detail == "GitHub App installation token (app 123456); embedded HS256 JWT, expired 2026-07-27 (4 months ago)"
+    assert only(f"token: {live}", "github-app-installation-jwt-token", NOW).verdict == Verdict.VALID
+
+
+def test_github_documentation_token_is_an_example():
+    finding = only("git clone https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r.git", "github-pat")
+    assert (finding.verdict, finding.severity) == (Verdict.EXAMPLE, "info")
+
+
+# ---- AWS ---------------------------------------------------------------------------------------------
+
+
+def test_account_id_is_decoded_from_the_key_id():
+    assert account_id("ASIAY34FZKBOKMUTVV7A") == "609629065308"
+    assert account_id("AKIAIOSFODNN7EXAMPLE") is None  # fifth character I: pre-2019 format
+
+
+def test_key_id_detail_names_account_and_pairing():
+    secret = aws_secret(random.Random(1))
+    finding = only(f"AWS_ACCESS_KEY_ID=ASIAY34FZKBOKMUTVV7A AWS_SECRET_ACCESS_KEY={secret}", "aws-access-key-id")
+    assert finding.verdict == Verdict.UNVERIFIED
+    assert finding.detail == (
+        "AWS temporary (STS) access key ID, account 609629065308, "
+        "paired with an adjacent 40-character secret access key (usable pair)"
+    )
+    paired_secret = only(f"AWS_ACCESS_KEY_ID=ASIAY34FZKBOKMUTVV7A AWS_SECRET_ACCESS_KEY={secret}", "aws-secret-access-key")
+    assert paired_secret.verdict == Verdict.UNVERIFIED
+    assert paired_secret.detail.startswith("AWS secret access key next to its key ID (account 609629065308)")
+    assert secret not in finding.detail + paired_secret.detail
+
+
+def test_key_id_next_to_a_commit_hash_is_not_paired():
+    commit = "%040x" % random.Random(2).getrandbits(160)
+    finding = only(f"key ASIAY34FZKBOKMUTVV7A at commit {commit}", "aws-access-key-id")
+    assert finding.detail.endswith("the 40 characters next to it are a hex digest, not a secret key")
+
+
+def test_lone_key_id():
+    key = aws_key_id(random.Random(4))
+    finding = only(f"aws_access_key_id = {key}", "aws-access-key-id")
+    assert finding.verdict == Verdict.UNVERIFIED
+    assert finding.detail.endswith("no secret access key next to it")
+
+
+def test_aws_documentation_keys_are_examples_not_redacted():
+    text = "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    found = {f.rule_id: f for f in findings(text)}
+    assert found["aws-access-key-id"].verdict == Verdict.EXAMPLE
+    assert found["aws-secret-access-key"].verdict == Verdict.EXAMPLE
+    assert "AWS documentation" in found["aws-access-key-id"].detail
+
+
+# ---- OpenAI and Anthropic --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["sk-", "sk-proj-", "sk-svcacct-"])
+def test_openai_marker_between_equal_halves(prefix):
+    key = openai_key(random.Random(prefix), prefix)
+    assert only(f"OPENAI_API_KEY={key}", "openai-api-key").verdict == Verdict.VALID
+    marker = key.index("T3BlbkFJ")
+    shifted = key[: marker - 2] + "T3BlbkFJ" + key[marker - 2 : marker] + key[marker + 8 :]
+    outcome = verify(shifted, "openai-api-key")
+    assert outcome.verdict == Verdict.INVALID
+    assert "halves around T3BlbkFJ are" in outcome.detail
+    doubled = key[: marker + 8] + "T3BlbkFJ" + key[marker + 16 :]
+    assert verify(doubled, "openai-api-key").detail.endswith("marker 2 times (real keys have it once): invented")
+
+
+@pytest.mark.parametrize("kind, rule", [("api03", "anthropic-api-key"), ("admin01", "anthropic-admin-key")])
+def test_anthropic_length_and_ending(kind, rule):
+    key = anthropic_key(random.Random(kind), kind)
+    assert only(f"x-api-key: {key}", rule).verdict == Verdict.VALID
+    assert verify(key[:-3] + "AA", rule).verdict == Verdict.INVALID
+    assert verify(key[:-2] + "Ab", rule).verdict == Verdict.INVALID
+
+
+def test_huggingface_has_no_offline_check():
+    token = huggingface_token(random.Random(8))
+    finding = only(f"HF_TOKEN={token}", "huggingface-token")
+    assert (finding.verdict, finding.detail) == (Verdict.UNVERIFIED, "no offline check for this kind")
+
+
+# ---- placeholders and word-like identifiers --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, rule, verdict",
+    [
+        ("HF_TOKEN=hf_ThisIsMyHuggingFaceAccessTokenXyz1", "huggingface-token", Verdict.REDACTED),
+        ("token=hf_YourHuggingFaceTokenGoesHereAb12Cd", "huggingface-token", Verdict.REDACTED),
+        ("GITHUB_TOKEN=ghp_YourPersonalAccessTokenGoesHere9A8B7", "github-pat", Verdict.REDACTED),
+        ("OPENAI_API_KEY=sk-proj-your-openai-key-T3BlbkFJ-goes-here-please", "openai-api-key", Verdict.REDACTED),
+        ("key=sk-ant-api03-your-anthropic-api-key-goes-here-and-nowhere-else", "anthropic-api-key", Verdict.REDACTED),
+        ("AWS_ACCESS_KEY_ID=AKIAYOURACCESSKEYID2", "aws-access-key-id", Verdict.REDACTED),
+        ("GITHUB_TOKEN=ghp_SampleTokenForTheDocumentationPageX9", "github-pat", Verdict.EXAMPLE),
+        ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "huggingface-token", Verdict.REDACTED),
+    ],
+)
+def test_placeholders_and_word_like_bodies(text, rule, verdict):
+    finding = only(text, rule)
+    assert finding.verdict == verdict, finding.detail
+    assert finding.severity == "info"
+
+
+def test_random_bodies_are_not_word_like():
+    rng = random.Random(11)
+    for _ in range(2000):
+        assert not is_word_like("".join(rng.choice(string.ascii_letters + string.digits) for _ in range(34)))
+        assert not is_word_like("".join(rng.choice(BASE32) for _ in range(16)))
+
+
+def test_generated_tokens_of_every_kind_are_never_called_placeholders():
+    templates = ["{{github:ghp_}}", "{{github_pat}}", "{{hf}}", "{{openai:sk-proj-}}", "{{anthropic:api03}}",
+                 "{{aws_id:AKIA}}"]
+    for template in templates:
+        for seed in range(300):
+            token = expand(template, seed=seed)
+            found = findings(f"value: {token} ")
+            assert found, token[:4]
+            assert all(f.verdict not in (Verdict.REDACTED, Verdict.EXAMPLE) for f in found), (template, seed)
