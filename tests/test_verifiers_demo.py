@@ -20,7 +20,8 @@ def _demo(tmp_path, *extra: str) -> tuple[int, dict]:
 
 
 def test_demo_rows_get_the_documented_verdicts_and_the_gate_passes(tmp_path):
-    code, report = _demo(tmp_path)
+    # Without the shipped allowlist: the verdicts alone must keep the gate open.
+    code, report = _demo(tmp_path, "--no-allowlist")
     got = {(f["shard"], f["row"]): (f["rule_id"], f["verdict"], f["detail"], f["blocking"]) for f in report["findings"]}
     assert got == {
         (shard_name(EXPIRED_JWT_ROW[0]), EXPIRED_JWT_ROW[1]): (
@@ -38,8 +39,8 @@ def test_demo_rows_get_the_documented_verdicts_and_the_gate_passes(tmp_path):
     assert report["gate"]["passed"] is True
 
 
-def test_demo_under_strict_fails_the_gate(tmp_path):
-    code, report = _demo(tmp_path, "--strict")
+def test_demo_under_strict_without_allowlist_fails_the_gate(tmp_path):
+    code, report = _demo(tmp_path, "--strict", "--no-allowlist")
     assert code == 1
     assert report["policy"]["strict"] is True
     assert len(report["findings"]) == 4 and all(f["blocking"] for f in report["findings"])

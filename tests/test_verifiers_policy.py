@@ -90,7 +90,7 @@ def _write(folder: Path, cells: list[tuple[str, set[tuple[str, str]]]]) -> dict[
 def _scan(folder: Path, tmp_path: Path, *extra: str) -> tuple[int, dict, str]:
     out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(folder), "--now", "2026-12-02", "-f", f"json:{out}", *extra],
+        [sys.executable, "-m", "shardscan.cli", "scan", str(folder), "--now", "2026-12-02", "--no-allowlist", "-f", f"json:{out}", *extra],
         capture_output=True, text=True,
     )
     return proc.returncode, json.loads(out.read_text()), proc.stdout + proc.stderr + out.read_text()
