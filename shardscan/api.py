@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 
 from shardscan.allowlist import Allowlist
+from shardscan.cache import ResultCache, partition
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.model import ScanIssue, ShardResult
 from shardscan.policy import Policy
@@ -29,24 +31,55 @@ def scan(
     on_shard: ProgressCallback | None = None,
     on_start: Callable[[int], None] | None = None,
     allowlist: Allowlist | None = None,
+    cache: str | Path | ResultCache | None = None,
+    only: Callable[[ShardRef], bool] | None = None,
 ) -> Report:
     """Scan files, folders and globs of shards and return the reconciled report.
 
     Findings an ``allowlist`` entry accepts are ``allowlisted`` and never block; the report's
     allowlist section says which entries matched, which are stale and which expired (as of
-    ``options.now``). Never raises for bad data: unreadable shards and missing paths are issues
-    in the report (exit code 3). Configuration errors (bad rule files) raise ConfigError.
+    ``options.now``). Never raises for bad data or findings: unreadable shards and missing paths
+    are issues in the report (``report.exit_code`` 3), findings are in ``report.findings`` and
+    ``report.blocking``. Configuration errors (bad rule files) raise ConfigError.
+
+    ``cache`` is a cache folder (or an open ResultCache): shards whose bytes, rules, options and
+    shardscan version are unchanged are replayed from it instead of read (see shardscan.cache).
+    The allowlist and policy are applied after the cache, so changing them needs no re-reading.
+    ``only`` keeps the discovered shards it returns True for (e.g. those changed since a commit).
     """
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
     options = options or ScanOptions()
     started = time.perf_counter()
     shards, missing = discover(list(paths))
+    if only is not None:
+        shards = [s for s in shards if only(s)]
     extra = tuple(ScanIssue(p, "unreadable", "no such file, folder or glob match") for p in missing)
     if on_start:
         on_start(len(shards))
-    results = scan_shards(shards, Scanner(ruleset, options), on_shard)
+    scanner = Scanner(ruleset, options)
+    if cache is None:
+        results = scan_shards(shards, scanner, on_shard)
+    else:
+        store = cache if isinstance(cache, ResultCache) else ResultCache.open(Path(cache), ruleset, options)
+        results = _scan_with_cache(shards, scanner, store, on_shard)
     return _finish(results, ruleset, policy, options, started, extra, allowlist)
+
+
+def _scan_with_cache(
+    shards: list[ShardRef], scanner: Scanner, cache: ResultCache, on_shard: ProgressCallback | None
+) -> list[ShardResult]:
+    """Replay unchanged shards from the cache, scan the rest, store their complete results."""
+    replayed, todo = partition(cache, shards)
+    for result in replayed:
+        if on_shard:
+            on_shard(result)
+    fresh = scan_shards([shard for shard, _ in todo], scanner, on_shard)
+    for (shard, content), result in zip(todo, fresh, strict=True):
+        if content is not None:
+            cache.store(shard, content, result)
+    cache.save_index()
+    return replayed + fresh
 
 
 def scan_shards(shards: list[ShardRef], scanner: Scanner, on_shard: ProgressCallback | None = None) -> list[ShardResult]:

@@ -13,12 +13,13 @@ from typing import Annotated
 import typer
 
 from shardscan import __version__
+from shardscan.cache import CACHE_DIR_NAME
 from shardscan.decoders import DecodeLimits
 from shardscan.engine import ScanOptions
 from shardscan.errors import ConfigError
 from shardscan.policy import EXIT_USAGE, Policy
 from shardscan.report import Report
-from shardscan.reporters import FORMATS, RenderOptions, render
+from shardscan.reporters import EXTENSIONS, FORMATS, RenderOptions, render
 from shardscan.reporters import write as write_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
@@ -49,6 +50,11 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Terminal output: 
 SkipOpt = Annotated[bool, typer.Option("--skip-unreadable", help="Unreadable shards are reported but do not make the exit code 3.")]
 TimeoutOpt = Annotated[float, typer.Option("--regex-timeout", help="Seconds a rule may spend on one cell.")]
 DepthOpt = Annotated[int, typer.Option("--max-decode-depth", help="Nested decoding depth (0 disables decoding).")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Read every shard; neither use nor update the result cache.")]
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option("--cache-dir", help="Result cache folder (default: $SHARDSCAN_CACHE_DIR or the user cache dir)."),
+]
 AllowlistOpt = Annotated[
     Path | None,
     typer.Option("--allowlist", help="Reviewed allowlist file (default: allowlist.yaml in the current folder, if any)."),
@@ -154,9 +160,47 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -
                    "--fail-on-stale makes them fail the gate", err=True)
 
 
-def _run_scan(paths: list[str], ruleset: Ruleset, policy: Policy, options: ScanOptions, allowlist=None) -> Report:
-    from shardscan.api import scan
+def _cache_location(no_cache: bool, cache_dir: Path | None, default: Path | None = None) -> Path | None:
+    """Where the result cache lives: --cache-dir, else $SHARDSCAN_CACHE_DIR, else ``default``, else the
+    user cache dir; None with --no-cache."""
+    if no_cache:
+        return None
+    if cache_dir is not None:
+        return cache_dir
+    from shardscan.cache import default_cache_dir
 
+    if default is not None and not os.environ.get("SHARDSCAN_CACHE_DIR"):
+        return default
+    return default_cache_dir()
+
+
+def _changed_filter(rev: str | None):
+    """A shard filter keeping files changed since ``rev`` (None: keep everything)."""
+    if rev is None:
+        return None
+    from shardscan.gitutil import changed_since
+
+    try:
+        changed = changed_since(rev)
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+    return lambda shard: os.path.realpath(shard.path) in changed
+
+
+def _run_scan(
+    paths: list[str],
+    ruleset: Ruleset,
+    policy: Policy,
+    options: ScanOptions,
+    allowlist=None,
+    cache: Path | None = None,
+    only=None,
+) -> Report:
+    from functools import partial
+
+    from shardscan.api import scan as api_scan
+
+    scan = partial(api_scan, cache=cache, only=only)
     if not sys.stderr.isatty():
         return scan(paths, ruleset=ruleset, policy=policy, options=options, allowlist=allowlist)
     from rich.console import Console
@@ -198,6 +242,15 @@ def scan(
     allowlist: AllowlistOpt = None,
     no_allowlist: NoAllowlistOpt = False,
     fail_on_stale: FailOnStaleOpt = False,
+    changed_since: Annotated[
+        str | None,
+        typer.Option(
+            "--changed-since", metavar="REV",
+            help="In a git repository: only shards changed since REV (committed, staged, unstaged or untracked).",
+        ),
+    ] = None,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan)."""
     outputs = _outputs(fmt, output)
@@ -209,8 +262,84 @@ def scan(
     )
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
-    report = _run_scan(paths, ruleset, policy, options, accepted)
+    only = _changed_filter(changed_since)
+    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only)
     _emit(report, outputs, quiet)
+    raise typer.Exit(report.decision.exit_code)
+
+
+@app.command()
+def hook(
+    files: Annotated[list[str], typer.Argument(help="Shard files to check (pre-commit passes the staged ones).")] = [],  # noqa: B006
+    rules: RulesOpt = [],  # noqa: B006
+    disable: DisableOpt = [],  # noqa: B006
+    strict: StrictOpt = False,
+    now: NowOpt = None,
+    allowlist: AllowlistOpt = None,
+    no_allowlist: NoAllowlistOpt = False,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """Pre-commit hook: scan the given files, print a compact report, fail on findings or unreadable files.
+
+    The files are read from the working tree (pre-commit stashes unstaged changes first); a Git LFS
+    pointer is unreadable (its content is not present), never clean. ``allowlist.yaml`` at the
+    repository root is honoured. The result cache lives in ``.shardscan-cache/`` at the repository
+    root unless --cache-dir or $SHARDSCAN_CACHE_DIR says otherwise.
+    """
+    from shardscan.allowlist import DEFAULT_ALLOWLIST
+    from shardscan.api import scan as api_scan
+    from shardscan.gitutil import repo_root
+
+    if not files:
+        raise typer.Exit(0)
+    root = repo_root() or Path.cwd()
+    ruleset = _load_rules(rules, disable)
+    accepted = _load_allowlist(allowlist, no_allowlist, ruleset, default=root / DEFAULT_ALLOWLIST)
+    options = ScanOptions(now=_parse_now(now))
+    cache = _cache_location(no_cache, cache_dir, root / CACHE_DIR_NAME)
+    report = api_scan(
+        files, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted, cache=cache
+    )
+    sys.stdout.write(render(report, "compact"))
+    raise typer.Exit(report.decision.exit_code)
+
+
+# What a publish pipeline keeps: the machine contract, code-scanning upload, and a page for people.
+GATE_FORMATS: tuple[str, ...] = ("json", "sarif", "html")
+
+
+@app.command()
+def gate(
+    paths: Annotated[list[str], typer.Argument(help="Shard files, folders (recursive) or globs to publish.")],
+    report_dir: Annotated[
+        Path, typer.Option("--report-dir", help="Folder for the JSON, SARIF and HTML reports.")
+    ] = Path("shardscan-reports"),
+    allowlist: AllowlistOpt = None,
+    no_allowlist: NoAllowlistOpt = False,
+    strict: StrictOpt = False,
+    fail_on_stale: FailOnStaleOpt = False,
+    rules: RulesOpt = [],  # noqa: B006
+    disable: DisableOpt = [],  # noqa: B006
+    now: NowOpt = None,
+    skip_unreadable: SkipOpt = False,
+    no_cache: NoCacheOpt = False,
+    cache_dir: CacheDirOpt = None,
+) -> None:
+    """Publish gate: scan, write JSON, SARIF and HTML reports into --report-dir, exit with the gate's code."""
+    ruleset = _load_rules(rules, disable)
+    accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
+    options = ScanOptions(now=_parse_now(now))
+    policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
+    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir))
+    written: list[Path] = []
+    try:
+        for fmt in GATE_FORMATS:
+            written.append(write_report(report, fmt, report_dir / f"shardscan-report{EXTENSIONS[fmt]}"))
+    except OSError as err:
+        raise _fail(f"--report-dir {report_dir}: cannot write reports ({err.strerror or err})") from None
+    sys.stdout.write(render(report, "compact"))
+    typer.echo(f"reports: {', '.join(str(p) for p in written)}", err=True)
     raise typer.Exit(report.decision.exit_code)
 
 

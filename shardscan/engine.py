@@ -19,6 +19,7 @@ from shardscan.errors import ShardReadError, describe_exception
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
 from shardscan.prefilter import Prefilter
 from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, batch_from_table
+from shardscan.reader.lfs import lfs_pointer_reason
 from shardscan.reader.parquet import metadata_leaf, open_parquet, read_row_group, row_group_offsets
 from shardscan.redaction import context_snippet, fingerprint, preview
 from shardscan.ruleset import Rule, Ruleset
@@ -54,6 +55,28 @@ class CellFinding:
     detail: str
     encoding: tuple[str, ...]
     context: str
+    clock: bool = False  # the verdict was decided by reading the scan clock
+
+
+class _WatchedContext(VerifyContext):
+    """A VerifyContext that records whether a verifier read the clock.
+
+    The cache needs to know which verdicts depend on the time of the scan (an expiry) without
+    every verifier having to declare it. ``dataclasses.replace`` reads ``now`` from the original,
+    so a verifier deriving a new context is counted too (conservatively).
+    """
+
+    __slots__ = ("_reads",)
+
+    def __init__(self, now: datetime, kind: str, reads: list[bool] | None = None) -> None:
+        VerifyContext.now.__set__(self, now)  # type: ignore[attr-defined]
+        VerifyContext.kind.__set__(self, kind)  # type: ignore[attr-defined]
+        object.__setattr__(self, "_reads", reads if reads is not None else [])
+
+    @property  # type: ignore[override]
+    def now(self) -> datetime:
+        self._reads.append(True)
+        return VerifyContext.now.__get__(self)  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True)
@@ -85,6 +108,10 @@ class Scanner:
         """
         started = time.perf_counter()
         timer = _Timer()
+        # A Git LFS pointer checked out in place of the shard must fail loudly, never scan "clean".
+        if (reason := lfs_pointer_reason(shard)) is not None:
+            issue = ScanIssue(shard.display, "unreadable", reason)
+            return ShardResult(shard.display, ScanStats(shards=1, seconds=time.perf_counter() - started), (), (issue,))
         try:
             parquet = open_parquet(shard)
         except ShardReadError as err:
@@ -141,7 +168,7 @@ class Scanner:
         every cell that holds them.
         """
         timer = timer or _Timer()
-        cells = nbytes = candidates = 0
+        cells = nbytes = candidates = clocked = 0
         by_text: dict[str, list[CellLocation]] = defaultdict(list)
         for leaf in batch.leaves:
             t = time.perf_counter()
@@ -172,12 +199,14 @@ class Scanner:
                                   location.row, location.column)
                     )
                 findings.extend(_attach(cf, location) for cf in cell_findings)
+                clocked += sum(1 for cf in cell_findings if cf.clock)
         stats = ScanStats(
             row_groups=1 if batch.index >= 0 else 0,
             rows=batch.num_rows,
             cells=cells,
             bytes=nbytes,
             candidate_cells=candidates,
+            clock_findings=clocked,
         )
         return findings, issues, stats
 
@@ -202,12 +231,12 @@ class Scanner:
                     limits.append(f"rule {err.rule_id}: pattern time limit ({self.options.regex_timeout:g}s) exceeded")
         t = timer.add("match", t)
         kept = _deduplicate(raw, self.ruleset)
-        context = VerifyContext(now=self.options.now, kind="")
         spans = [(s, e, preview(c.secret)) for c, s, e in kept]
         out: list[CellFinding] = []
         for cand, start, end in kept:
             rule = self.ruleset.get(cand.rule_id)
-            verification = verify_candidate(cand, rule.verify, replace(context, kind=rule.kind))
+            reads: list[bool] = []
+            verification = verify_candidate(cand, rule.verify, _WatchedContext(self.options.now, rule.kind, reads))
             out.append(
                 CellFinding(
                     rule_id=rule.id,
@@ -221,6 +250,7 @@ class Scanner:
                     detail=verification.detail,
                     encoding=cand.encoding,
                     context=context_snippet(text, start, end, spans),
+                    clock=bool(reads),
                 )
             )
         timer.add("verify", t)

@@ -121,6 +121,12 @@ class ScanStats:
     bytes: int = 0
     candidate_cells: int = 0
     seconds: float = 0.0
+    # Shards whose result was replayed from the incremental cache instead of being read; their
+    # other counters are replayed as recorded, so the rest of the report matches a fresh scan.
+    cached_shards: int = 0
+    # Findings whose verdict a verifier decided by reading the scan clock (e.g. a token's expiry):
+    # a result with any is only valid for that same clock, which the cache must know.
+    clock_findings: int = 0
 
     def __add__(self, other: ScanStats) -> ScanStats:
         return ScanStats(
@@ -131,6 +137,8 @@ class ScanStats:
             bytes=self.bytes + other.bytes,
             candidate_cells=self.candidate_cells + other.candidate_cells,
             seconds=self.seconds + other.seconds,
+            cached_shards=self.cached_shards + other.cached_shards,
+            clock_findings=self.clock_findings + other.clock_findings,
         )
 
 

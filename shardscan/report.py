@@ -68,6 +68,17 @@ class Report:
         return tuple(f for f in self.findings if f.blocking)
 
     @property
+    def exit_code(self) -> int:
+        """The gate's exit code: 0 clean, 1 blocking findings, 3 incomplete scan."""
+        return self.decision.exit_code
+
+    def to_json(self) -> str:
+        """The versioned JSON report (the same document as ``--format json``)."""
+        from shardscan.reporters.json_report import render
+
+        return render(self)
+
+    @property
     def unreadable(self) -> tuple[ScanIssue, ...]:
         """Issues that mean part of the data was not read."""
         return tuple(i for i in self.issues if i.kind == "unreadable")
@@ -117,6 +128,8 @@ def build_report(
         bytes=stats.bytes,
         candidate_cells=stats.candidate_cells,
         seconds=seconds,
+        cached_shards=stats.cached_shards,
+        clock_findings=stats.clock_findings,
     )
     findings = tuple(sorted((f for r in results for f in r.findings), key=Finding.sort_key))
     issues = tuple(extra_issues) + tuple(i for r in results for i in r.issues)

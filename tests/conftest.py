@@ -47,3 +47,9 @@ def write_trace_shard(path: Path, rows: Sequence[dict], row_group_size: int | No
     table = pa.Table.from_pylist(list(rows), schema=TRACE_SCHEMA)
     pq.write_table(table, path, row_group_size=row_group_size)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own result cache folder: never the user's, never another test's."""
+    monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("shardscan-cache")))

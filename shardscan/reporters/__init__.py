@@ -23,7 +23,7 @@ Renderer = Callable[[Report, RenderOptions], str]
 
 def _registry() -> dict[str, Renderer]:
     # Imported lazily so `import shardscan` stays cheap; the dict is the single list of formats.
-    from shardscan.reporters import card, html, json_report, jsonl, junit, markdown, sarif, terminal
+    from shardscan.reporters import card, compact, html, json_report, jsonl, junit, markdown, sarif, terminal
 
     return {
         "terminal": terminal.render,
@@ -34,15 +34,16 @@ def _registry() -> dict[str, Renderer]:
         "html": html.render,
         "card": card.render,
         "junit": junit.render,
+        "compact": compact.render,
     }
 
 
-FORMATS: tuple[str, ...] = ("terminal", "json", "jsonl", "sarif", "markdown", "html", "card", "junit")
+FORMATS: tuple[str, ...] = ("terminal", "json", "jsonl", "sarif", "markdown", "html", "card", "junit", "compact")
 
 # File name suffix per format, for callers that write every format into one folder (e.g. the gate).
 EXTENSIONS: dict[str, str] = {
     "terminal": ".txt", "json": ".json", "jsonl": ".jsonl", "sarif": ".sarif", "markdown": ".md",
-    "html": ".html", "card": ".md", "junit": ".xml",
+    "html": ".html", "card": ".md", "junit": ".xml", "compact": ".txt",
 }
 
 
