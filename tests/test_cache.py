@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from shardscan.allowlist import load_allowlist
 from shardscan.api import scan
 from shardscan.decoders import DecodeLimits
 from shardscan.model import Verdict, Verification
 from shardscan.ruleset import load_ruleset
+from shardscan.redaction import fingerprint
 from shardscan.synth import expand
 from shardscan.verifiers import VERIFIERS
 from tests.conftest import trace_row, write_trace_shard
@@ -74,6 +76,31 @@ def test_a_changed_shard_is_read_again_and_the_others_are_not(dataset, tmp_path,
     assert report.stats.cached_shards == 2
     assert [f.location.shard for f in report.findings] == ["c.parquet"]
     assert comparable(report) == comparable(scan([str(data)], ruleset=ruleset, options=options))
+
+
+def test_allowlist_edits_apply_without_reading_again(dataset, tmp_path, ruleset, options):
+    """The allowlist is reconciled after the cache: editing it changes the report, not the reads."""
+    data, tokens = dataset
+    cache = tmp_path / "cache"
+    scan([str(data)], ruleset=ruleset, options=options, cache=cache)
+    allow = tmp_path / "allowlist.yaml"
+    allow.write_text(
+        "version: 1\nentries:\n"
+        f"  - fingerprint: {fingerprint(tokens['b'], 'github')}\n"
+        "    reason: revoked before the dataset was exported\n"
+        "    reviewer: release review\n"
+        "    reviewed: 2026-11-30\n"
+    )
+    accepted = scan([str(data)], ruleset=ruleset, options=options, cache=cache, allowlist=load_allowlist(allow))
+    assert accepted.stats.cached_shards == 3
+    assert [(f.location.shard, str(f.status), f.blocking) for f in accepted.findings] == [
+        ("b.parquet", "allowlisted", False), ("c.parquet", "new", True),
+    ]
+    fresh = scan([str(data)], ruleset=ruleset, options=options, allowlist=load_allowlist(allow))
+    assert comparable(accepted) == comparable(fresh)
+    allow.write_text(allow.read_text().replace("revoked before", "rotated before"))
+    edited = scan([str(data)], ruleset=ruleset, options=options, cache=cache, allowlist=load_allowlist(allow))
+    assert edited.findings[0].allowlist.reason == "rotated before the dataset was exported"
 
 
 def test_rules_and_options_are_part_of_the_key(dataset, tmp_path, ruleset, options):

@@ -204,3 +204,31 @@ def test_changed_since_errors_are_usage_errors(tmp_path, clean):
     _git(clean, "commit", "-q", "--allow-empty", "-m", "x")
     unknown = cli("scan", ".", "--changed-since", "no-such-rev", cwd=clean)
     assert unknown.returncode == 2 and "unknown revision 'no-such-rev'" in unknown.stderr
+
+
+# ---- the examples ----------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_publish_example_refuses_a_leak_and_publishes_clean_data(tmp_path, clean, leaky, monkeypatch):
+    import runpy
+
+    publish = runpy.run_path(str(EXAMPLES / "publish.py"))["publish"]
+    monkeypatch.chdir(tmp_path)
+    assert publish(leaky) == 1
+    assert json.loads((tmp_path / "shardscan-report.json").read_text())["gate"]["exit_code"] == 1
+    assert publish(clean) == 0
+
+
+def test_workflow_example_runs_the_gate_and_uploads_its_sarif():
+    import yaml
+
+    workflow = yaml.safe_load((EXAMPLES / "github-actions-publish-gate.yml").read_text())
+    steps = workflow["jobs"]["gate"]["steps"]
+    assert steps[0]["with"]["lfs"] is True  # without LFS content every shard is a pointer (exit 3)
+    [gate_step] = [s for s in steps if s.get("name") == "Gate"]
+    assert gate_step["run"].split()[:2] == ["shardscan", "gate"]
+    [upload] = [s for s in steps if "upload-sarif" in s.get("uses", "")]
+    assert upload["with"]["sarif_file"] == "shardscan-reports/shardscan-report.sarif"
+    assert "--report-dir shardscan-reports" in " ".join(gate_step["run"].split())

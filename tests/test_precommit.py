@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from shardscan.reader.sources import SHARD_SUFFIXES
+from shardscan.redaction import fingerprint
 from shardscan.synth import expand
 from tests.conftest import trace_row, write_trace_shard
 
@@ -120,6 +121,23 @@ def test_commit_is_refused_or_accepted_by_the_hook(repo: Repo):
     # the cache lives at the repository root and never shows up as something to commit
     assert (repo.root / ".shardscan-cache" / "v1").is_dir()
     assert ".shardscan-cache" not in repo.git("status", "--porcelain", "--untracked-files=all").stdout
+
+    # a reviewed allowlist.yaml at the repository root accepts the finding: the commit goes through,
+    # and the shard is not read again (the allowlist is applied after the cache)
+    (repo.root / "allowlist.yaml").write_text(
+        "version: 1\nentries:\n"
+        f"  - fingerprint: {fingerprint(token, 'github')}\n"
+        "    reason: test token of a deleted sandbox account\n"
+        "    reviewer: release review\n"
+        "    reviewed: 2026-11-30\n"
+    )
+    accepted = repo.commit("data/leak.parquet", "allowlist.yaml", message="reviewed leak")
+    out = accepted.stdout + accepted.stderr
+    assert accepted.returncode == 0, out
+    verbose = repo.run(sys.executable, "-m", "pre_commit", "run", "shardscan", "--files", "data/leak.parquet", "--verbose")
+    assert verbose.returncode == 0
+    assert "shardscan: 1 shard(s) (1 from cache), 2 rows" in verbose.stdout
+    assert "  allowlisted data/leak.parquet:1 conversations[1].content (tool) github-pat" in verbose.stdout
 
 
 def test_lfs_pointer_is_refused_with_an_explanation(repo: Repo):
