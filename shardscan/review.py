@@ -263,6 +263,8 @@ def _comparable(entry: AllowlistEntry) -> dict:
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    # Replace the file a symlink points to, not the link (the allowlist may live in a shared repo).
+    path = path.resolve() if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

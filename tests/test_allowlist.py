@@ -330,3 +330,15 @@ def test_hostile_files_fail_cleanly(text):
     with pytest.raises(AllowlistError) as err:
         parse_allowlist(text, "f.yaml")
     assert all(p.startswith("f.yaml") for p in err.value.problems)
+
+
+def test_scan_table_reconciles_in_memory_tables(ruleset, options):
+    import pyarrow as pa
+
+    from shardscan.api import scan_table
+
+    table = pa.table({"text": [f"a {TOKEN}", "nothing", f"b {OTHER}"]})
+    allow = parse_allowlist("version: 1\nentries:\n" + entry(column="text", shard="upload"), "mem.yaml")
+    report = scan_table(table, "upload", ruleset=ruleset, options=options, allowlist=allow)
+    assert locations(report) == {("upload", 0, "text"): "allowlisted", ("upload", 2, "text"): "new"}
+    assert report.allowlist.path == "mem.yaml" and len(report.allowlist.matched) == 1
