@@ -120,12 +120,12 @@ def test_gate_exit_3_beats_1(tmp_path, leaky):
 
 def test_gate_strict_blocks_non_blocking_verdicts(tmp_path, token):
     folder = tmp_path / "placeholders"
-    placeholder = "ghp_your" + token[8:]  # a token-shaped placeholder: found, verdict redacted
+    placeholder = "ghp_your" + token[8:]  # a token-shaped placeholder: found, but not a usable token
     write_trace_shard(folder / "a.parquet", [trace_row(instruction=f"GITHUB_TOKEN={placeholder}")])
     relaxed, out = gate(tmp_path, str(folder))
     assert relaxed.returncode == 0
     [finding] = reports_in(out)["findings"]
-    assert (finding["verdict"], finding["blocking"]) == ("redacted", False)
+    assert finding["verdict"] in ("redacted", "invalid") and finding["blocking"] is False
     strict, out = gate(tmp_path, str(folder), extra=("--strict",))
     assert strict.returncode == 1
     assert reports_in(out)["findings"][0]["blocking"] is True
