@@ -142,6 +142,34 @@ def test_every_format_carries_the_same_numbers():
         assert got == {k: expected[k] for k in got}, fmt
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_renders_a_scan_of_nothing(fmt):
+    """Every path missing: no shards, no findings, one error. Nothing divides by zero; exit 3 is stated."""
+    from dataclasses import replace
+
+    from shardscan.model import ScanIssue, ScanStats
+
+    report = replace(sample_report(), stats=ScanStats(), findings=(), shards=(), allowlist=None,
+                     issues=(ScanIssue("data/", "unreadable", "no such file, folder or glob match"),))
+    text = render(report, fmt)
+    assert numbers(fmt, text) == {k: v for k, v in {"findings": 0, "blocking": 0, "shards": 0, "errors": 1}.items()
+                                  if k in numbers(fmt, text)}
+    if fmt == "sarif":
+        assert sarif_validate(text)["runs"][0]["invocations"][0]["exitCode"] == 3
+
+
+def test_terminal_many_clean_shards_are_summarised():
+    from dataclasses import replace
+
+    from shardscan.report import ShardSummary
+
+    shards = tuple(ShardSummary(f"s{i:03d}.parquet", s.stats, 0, 0, 0) for i, s in enumerate(sample_report().shards * 10))
+    report = replace(sample_report(), findings=(), issues=(), allowlist=None, shards=shards)
+    text = render(report, "terminal")
+    assert "Shards: all 40 clean and read completely" in text
+    assert "s001.parquet" not in text
+
+
 def test_registry_rejects_unknown_format():
     with pytest.raises(ValueError, match="unknown format 'pdf'"):
         render(sample_report(), "pdf")

@@ -88,6 +88,9 @@ def _shards(console: Console, report: Report, table_box: box.Box) -> None:
         return
     shown = rows if len(rows) <= MAX_CLEAN_SHARD_LINES else [r for r in rows if r.findings or r.issues]
     hidden = len(rows) - len(shown)
+    if not shown:
+        console.print(_t(f"Shards: all {len(rows)} clean and read completely"))
+        return
     title = "Shards" + (f" ({len(shown)} with findings or errors; {hidden} clean shard(s) not listed)" if hidden else "")
     table = Table(title=title, title_justify="left", box=table_box, expand=False)
     table.add_column("shard", no_wrap=True)
