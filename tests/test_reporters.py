@@ -360,3 +360,19 @@ def test_card_under_strict_policy_says_failed():
     text = render(sample_report(Policy(strict=True)), "card")
     assert "| Result | **Failed**: scan incomplete" in text
     assert "6 blocking finding(s) must be removed before publication." in text
+
+
+def test_terminal_lists_many_findings_one_per_line():
+    from dataclasses import replace
+
+    from shardscan.reporters.terminal import MAX_TABLE_FINDINGS
+
+    report = sample_report()
+    copies = MAX_TABLE_FINDINGS // len(report.findings) + 1
+    findings = tuple(replace(f, location=replace(f.location, row=f.location.row + 10 * i))
+                     for i in range(copies) for f in report.findings)
+    text = render(replace(report, findings=findings), "terminal")
+    assert "github: %d finding(s)  [rule | shard | row | column" % copies in text
+    assert "  github-pat | train-00000-of-00004.parquet | 10 | conversations[1].content | tool | valid | new BLOCKING | " \
+           "git_…(41) | valid because of check 1\n" in text
+    assert numbers("terminal", text)["findings"] == len(findings)

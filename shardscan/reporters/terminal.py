@@ -33,6 +33,9 @@ _VERDICT_STYLE = {
 # Above this many shards the summary lists only shards with findings or errors: a 1,000-shard
 # release should not print 1,000 clean lines before the part a reviewer needs.
 MAX_CLEAN_SHARD_LINES = 20
+# rich lays out a table in time that grows quickly with its rows (minutes for thousands); above this
+# many findings each one is a single tab-separated line instead, which is also what one greps for.
+MAX_TABLE_FINDINGS = 300
 
 
 def _t(value: object, style: str = "") -> Text:
@@ -106,6 +109,9 @@ def _shards(console: Console, report: Report, table_box: box.Box) -> None:
 
 
 def _findings(console: Console, report: Report, table_box: box.Box) -> None:
+    if len(report.findings) > MAX_TABLE_FINDINGS:
+        _finding_lines(console, report)
+        return
     for kind, findings in sorted_by_kind(report.findings).items():
         table = Table(title=f"{kind}: {len(findings)} finding(s)", title_justify="left", box=table_box, expand=False)
         for header in ("rule", "shard", "row", "column", "role", "verdict", "status", "preview", "detail"):
@@ -124,6 +130,26 @@ def _findings(console: Console, report: Report, table_box: box.Box) -> None:
                 _t(f.preview), _t(detail),
             )
         console.print(table)
+
+
+def _finding_lines(console: Console, report: Report) -> None:
+    # One line per finding, fields separated by " | " (tabs would go through rich's slow tab expansion).
+    for kind, findings in sorted_by_kind(report.findings).items():
+        console.print(_t(f"{kind}: {len(findings)} finding(s)  [rule | shard | row | column | role | verdict | status | "
+                         "preview | detail]", "bold"))
+        # One Text per kind, printed once: rich's per-print overhead dominates for thousands of lines.
+        text = Text()
+        for f in findings:
+            loc = f.location
+            status = str(f.status) + (" BLOCKING" if f.blocking else "")
+            detail = f.detail + (f"; allowlist entry {f.allowlist.entry}: {f.allowlist.reason}" if f.allowlist else "")
+            text.append(_t(f"  {f.rule_id} | {loc.shard} | {loc.row} | {loc.column} | {loc.role or '-'} | "))
+            text.append(str(f.verdict), _VERDICT_STYLE.get(str(f.verdict), ""))
+            text.append(" | ")
+            text.append(status, "bold red" if f.blocking else "")
+            text.append(_t(f" | {f.preview} | {detail}\n"))
+        text.rstrip()
+        console.print(text)
 
 
 def _issues(console: Console, report: Report) -> None:
