@@ -19,7 +19,6 @@ from shardscan.reporters.sarif import FINGERPRINT_KEY
 from tests.report_samples import (
     ALLOW_REF,
     FINDINGS,
-    HOSTILE_COLUMN,
     MISSING,
     SHARD_A,
     SHARD_B,
