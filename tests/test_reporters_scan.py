@@ -136,7 +136,7 @@ def test_card_and_markdown_are_deterministic(dataset):
 def test_cli_writes_several_formats_at_once(dataset, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--now", "2026-12-02",
+        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--now", "2026-12-02",
          "--format", f"json:{out / 'report.json'}", "--format", f"html:{out / 'audit.html'}",
          "--format", f"sarif:{out / 'report.sarif'}", "--format", f"junit:{out / 'junit.xml'}",
          "--format", f"card:{out / 'card.md'}", "--format", "terminal"],
@@ -154,7 +154,7 @@ def test_cli_writes_several_formats_at_once(dataset, tmp_path):
 
 def test_cli_rejects_two_formats_on_stdout(dataset):
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--format", "json", "--format", "markdown"],
+        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--format", "json", "--format", "markdown"],
         capture_output=True, text=True,
     )
     assert proc.returncode == 2
@@ -163,7 +163,7 @@ def test_cli_rejects_two_formats_on_stdout(dataset):
 
 def test_cli_quiet_prints_only_the_decision(dataset):
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--quiet"], capture_output=True, text=True,
+        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--quiet"], capture_output=True, text=True,
     )
     assert proc.returncode == 3
     assert proc.stdout == "gate: FAIL (exit 3): scan incomplete: 1 problem(s) in 1 shard(s)\n"
