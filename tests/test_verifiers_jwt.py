@@ -91,13 +91,24 @@ def test_empty_signature_is_invalid():
         (b64url(b'{"typ":"JWT"}') + "." + b64url(b'{"a":1}') + ".abc", "header has no 'alg', not a JWT"),
         (b64url(b'{"alg":"HS256"}') + "." + b64url(b"\xff\xfe") + ".abc",
          "HS256 JWT whose payload is not base64url JSON, not a usable token"),
-        (b64url(b'{"alg":"HS256"}') + "." + b64url(b'{"exp":"tomorrow"}') + ".abc",
-         "HS256 JWT, 'exp' is not a NumericDate, malformed"),
     ],
 )
 def test_malformed_tokens_are_invalid(token, detail):
     outcome = verify(token, "jwt", NOW)
     assert (outcome.verdict, outcome.detail) == (Verdict.INVALID, detail)
+
+
+def test_unreadable_exp_is_unverified_not_dismissed():
+    outcome = verify(make_jwt({"exp": "tomorrow"}), "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (
+        Verdict.UNVERIFIED, "HS256 JWT, 'exp' is not a NumericDate; expiry unknown"
+    )
+
+
+def test_exp_in_milliseconds_is_read_as_such():
+    assert verify(make_jwt({"exp": ts("2019-06-05T00:00:00") * 1000}), "jwt", NOW).verdict == Verdict.EXPIRED
+    outcome = verify(make_jwt({"exp": ts("2027-06-05T00:00:00") * 1000}), "jwt", NOW)
+    assert (outcome.verdict, outcome.detail) == (Verdict.VALID, "HS256 JWT, expires 2027-06-05 (in 6 months)")
 
 
 def test_jwe_is_recognised():

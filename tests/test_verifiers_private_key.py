@@ -98,13 +98,50 @@ def test_openssh_key_with_a_cipher_is_encrypted():
     )
 
 
-@pytest.mark.parametrize("kind", ["rsa", "rsa-pkcs8", "ec", "encrypted"])
-def test_truncated_keys_are_invalid_and_say_truncated(kind):
+@pytest.mark.parametrize("kind", ["rsa", "rsa-pkcs8", "encrypted"])
+def test_keys_cut_early_are_invalid_and_say_truncated(kind):
     lines = _lines(kind)
-    text = "\n".join(lines[: len(lines) // 2] + [lines[-1]])
-    outcome = verify(text, "private-key")
+    outcome = verify("\n".join(lines[:4] + [lines[-1]]), "private-key")
     assert outcome.verdict == Verdict.INVALID
     assert "truncated (the DER structure declares" in outcome.detail
+    assert outcome.detail.endswith("no usable key material left")
+
+
+@pytest.mark.parametrize("kind", ["rsa", "rsa-pkcs8"])
+def test_truncated_rsa_key_with_modulus_and_private_exponent_is_still_exposed(kind):
+    lines = _lines(kind)
+    # 64-character lines hold 48 bytes: 14 lines cover version, n, e and d of a 2048-bit key.
+    outcome = verify("\n".join(lines[:15] + [lines[-1]]), "private-key")
+    assert outcome.verdict == Verdict.VALID
+    assert outcome.detail.endswith(
+        "yet its RSA 2048-bit modulus and private exponent are complete and match: the key is exposed"
+    )
+
+
+def test_truncated_rsa_key_with_genuine_modulus_only_is_partial_exposure():
+    lines = _lines("rsa")
+    outcome = verify("\n".join(lines[:8] + [lines[-1]]), "private-key")
+    assert outcome.verdict == Verdict.UNVERIFIED
+    assert "modulus is complete and has no small factors (looks genuine)" in outcome.detail
+
+
+def test_invented_rsa_body_after_a_memorised_header_is_invalid():
+    import random
+
+    rng = random.Random(1)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    for _ in range(50):
+        body = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"]
+        body += ["".join(rng.choice(alphabet) for _ in range(64)) for _ in range(10)]
+        outcome = verify("-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----", "private-key")
+        assert outcome.verdict == Verdict.INVALID, outcome.detail
+
+
+def test_truncated_ec_key_with_complete_scalar_is_exposed():
+    lines = _lines("ec")
+    outcome = verify("\n".join(lines[:2] + [lines[-1]]), "private-key")
+    assert outcome.verdict == Verdict.UNVERIFIED
+    assert outcome.detail.endswith("yet its EC secp256r1 private scalar is complete: the key is exposed if genuine")
 
 
 def test_truncated_openssh_key_is_invalid():
@@ -136,9 +173,9 @@ def test_a_character_missing_is_reported():
     lines = _lines("ec")
     lines[2] = lines[2][:-1]
     outcome = verify("\n".join(lines), "private-key")
-    assert (outcome.verdict, outcome.detail) == (
-        Verdict.INVALID, "EC private key: truncated (the DER structure declares 121 bytes, the body holds 120), not a key"
-    )
+    # The scalar comes first and survives the missing character.
+    assert outcome.verdict == Verdict.UNVERIFIED
+    assert outcome.detail.startswith("EC private key: truncated (the DER structure declares 121 bytes, the body holds 120)")
     lines = _lines("ed25519")
     lines[2] = lines[2][:-1]
     outcome = verify("\n".join(lines), "private-key")

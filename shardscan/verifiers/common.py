@@ -45,9 +45,15 @@ def safe_text(value: object, limit: int = 48) -> str:
 
 
 def as_timestamp(value: object) -> datetime | None:
-    """A NumericDate claim as an aware datetime; None when it is not a usable number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A NumericDate claim as an aware datetime; None when it is not a usable number.
+
+    Values past the year 5000 are read as milliseconds, a common mistake of issuers whose
+    servers then accept the token as such.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
+    if abs(value) > 100_000_000_000:
+        value = value / 1000
     try:
         return datetime.fromtimestamp(value, UTC)
     except (OverflowError, OSError, ValueError):

@@ -140,7 +140,7 @@ def check_placeholder(candidate: Candidate, _context: object) -> Verification | 
     secret = candidate.secret
     if secret.startswith("-----BEGIN"):
         return None
-    if secret.startswith("eyJ"):
+    if secret.startswith("eyJ") or re.match(r"ghs_[0-9]{1,12}_eyJ", secret):
         # A JWT's parts are base64url JSON: its own verifier judges them structurally, and only an
         # explicit omission marker is decided here.
         marker = _ELISION.search(secret)

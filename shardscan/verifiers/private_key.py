@@ -24,7 +24,12 @@ from dataclasses import dataclass
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa, x448, x25519
-from cryptography.hazmat.primitives.serialization import load_der_private_key, load_ssh_private_key
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    PublicFormat,
+    load_der_private_key,
+    load_ssh_private_key,
+)
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.placeholder import is_word_like
@@ -196,7 +201,7 @@ def _decode(block: _Block) -> tuple[bytes | None, str | None]:
         prefix = base64.b64decode(joined.rstrip("=")[:usable]) if usable else b""
         declared = _der_declared_length(prefix)
         if declared and declared > len(prefix):
-            return None, f"truncated (the DER structure declares {declared} bytes, the body holds {len(prefix)})"
+            return prefix, None  # truncated DER: the key checks judge what is present
         return None, f"body is not valid base64 (length {len(joined)} is not a multiple of 4: characters missing)"
     try:
         return base64.b64decode(joined, validate=True), None
@@ -266,10 +271,12 @@ def _check_der(data: bytes, label: str) -> Verification:
     if declared is None:
         return Verification(Verdict.INVALID, f"{_label_name(label)}: valid base64 but not DER ({len(data)} bytes), not a key")
     if declared > len(data):
-        return Verification(
-            Verdict.INVALID,
-            f"{_label_name(label)}: truncated (the DER structure declares {declared} bytes, the body holds {len(data)}), not a key",
-        )
+        cut = f"{_label_name(label)}: truncated (the DER structure declares {declared} bytes, the body holds {len(data)})"
+        exposure = partial_exposure(data)
+        if exposure is None:
+            return Verification(Verdict.INVALID, f"{cut}, no usable key material left")
+        verdict, what = exposure
+        return Verification(verdict, f"{cut}; {what}")
     try:
         key = load_der_private_key(data, password=None)
     except TypeError:
@@ -318,6 +325,148 @@ def _label_name(label: str) -> str:
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9 ,._-]", "?", text)[:32]
+
+
+# ---- truncated keys: what the part present still exposes ------------------------------------------
+#
+# A key cut short in a trace is not harmless: PKCS#1 stores n, e and d first, and the modulus and
+# private exponent together reveal the whole key. So a truncated body is read as far as it goes.
+
+_RSA_OID = bytes.fromhex("2a864886f70d010101")
+_EC_OID = bytes.fromhex("2a8648ce3d0201")
+_CURVES = {
+    bytes.fromhex("2a8648ce3d030107"): ec.SECP256R1,
+    bytes.fromhex("2b81040022"): ec.SECP384R1,
+    bytes.fromhex("2b81040023"): ec.SECP521R1,
+    bytes.fromhex("2b8104000a"): ec.SECP256K1,
+}
+_CURVE_BY_SCALAR = {32: ec.SECP256R1, 48: ec.SECP384R1, 66: ec.SECP521R1}
+
+
+def _tlv(data: bytes, offset: int) -> tuple[int, int, int]:
+    """(tag, content start, declared content end) of the element at ``offset``; the end may lie past the data."""
+    tag = data[offset]
+    first = data[offset + 1]
+    if first < 0x80:
+        return tag, offset + 2, offset + 2 + first
+    count = first & 0x7F
+    if count == 0 or count > 4 or offset + 2 + count > len(data):
+        raise IndexError("bad length")
+    start = offset + 2 + count
+    return tag, start, start + int.from_bytes(data[offset + 2 : start], "big")
+
+
+def _small_primes(limit: int = 20000) -> tuple[int, ...]:
+    sieve = bytearray([1]) * limit
+    sieve[:2] = b"\x00\x00"
+    for i in range(2, int(limit**0.5) + 1):
+        if sieve[i]:
+            sieve[i * i :: i] = bytearray(len(sieve[i * i :: i]))
+    return tuple(i for i in range(limit) if sieve[i])
+
+
+_PRIMES = _small_primes()
+
+
+def _looks_like_rsa_modulus(n: int) -> bool:
+    """A real modulus is odd, at least 1024 bits and has no small prime factor (a random number rarely passes)."""
+    return n.bit_length() >= 1024 and n % 2 == 1 and all(n % p for p in _PRIMES[1:])
+
+
+def partial_exposure(data: bytes) -> tuple[Verdict, str] | None:
+    """What a truncated PKCS#1, SEC1 or PKCS#8 body still exposes; None when it exposes nothing real."""
+    try:
+        tag, offset, _ = _tlv(data, 0)
+        if tag != 0x30:
+            return None
+        tag, start, end = _tlv(data, offset)  # version
+        if tag != 0x02 or end > len(data):
+            return None
+        version = int.from_bytes(data[start:end], "big")
+        tag, start, end = _tlv(data, end)
+        if tag == 0x30:  # PKCS#8: AlgorithmIdentifier, then the key in an OCTET STRING
+            algorithm = data[start:end]
+            tag, inner, _ = _tlv(data, end)
+            if tag != 0x04:
+                return None
+            if algorithm.find(_RSA_OID) >= 0:
+                return _rsa_exposure(data, inner)
+            if algorithm.find(_EC_OID) >= 0:
+                curve = next((c for oid, c in _CURVES.items() if algorithm.find(oid) >= 0), None)
+                return _ec_exposure(data, inner, curve)
+            return None
+        if version == 0 and tag == 0x02:
+            return _rsa_exposure(data, 0)
+        if version == 1 and tag == 0x04:
+            return _ec_exposure(data, 0, None)
+    except (IndexError, ValueError):
+        return None
+    return None
+
+
+def _rsa_exposure(data: bytes, offset: int) -> tuple[Verdict, str] | None:
+    _, offset, _ = _tlv(data, offset)  # RSAPrivateKey SEQUENCE
+    numbers: list[int] = []
+    for _ in range(4):  # version, n, e, d
+        tag, start, end = _tlv(data, offset)
+        if tag != 0x02 or end > len(data):
+            break
+        numbers.append(int.from_bytes(data[start:end], "big"))
+        offset = end
+    # The public exponent must follow the modulus and be a real one (65537 nearly always): bytes a
+    # model invented after a memorised header almost never make a small odd INTEGER there.
+    if len(numbers) < 3 or not _looks_like_rsa_modulus(numbers[1]):
+        return None
+    n, e = numbers[1], numbers[2]
+    if e < 3 or e % 2 == 0 or e.bit_length() > 32:
+        return None
+    bits = n.bit_length()
+    if len(numbers) == 4:
+        d = numbers[3]
+        if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
+            return Verdict.VALID, f"yet its RSA {bits}-bit modulus and private exponent are complete and match: the key is exposed"
+        return None
+    return (
+        Verdict.UNVERIFIED,
+        f"its RSA {bits}-bit modulus is complete and has no small factors (looks genuine); the private part is cut, partial exposure",
+    )
+
+
+def _ec_exposure(data: bytes, offset: int, curve: type[ec.EllipticCurve] | None) -> tuple[Verdict, str] | None:
+    _, offset, _ = _tlv(data, offset)  # ECPrivateKey SEQUENCE
+    tag, start, end = _tlv(data, offset)
+    if tag != 0x02 or end > len(data) or data[start:end] != b"\x01":
+        return None
+    tag, start, end = _tlv(data, end)
+    if tag != 0x04 or end > len(data) or len(data[start:end]) < 24:
+        return None
+    scalar = data[start:end]
+    public: bytes | None = None
+    offset = end
+    while offset < len(data):
+        tag, start, end = _tlv(data, offset)
+        if end > len(data):
+            break
+        if tag == 0xA0:
+            curve = next((c for oid, c in _CURVES.items() if data[start:end].find(oid) >= 0), curve)
+        elif tag == 0xA1:
+            inner_tag, inner_start, inner_end = _tlv(data, start)
+            if inner_tag == 0x03 and inner_end <= len(data):
+                public = data[inner_start + 1 : inner_end]  # skip the unused-bits byte
+        offset = end
+    curve = curve or _CURVE_BY_SCALAR.get(len(scalar))
+    if curve is None:
+        return None
+    try:
+        key = ec.derive_private_key(int.from_bytes(scalar, "big"), curve())
+    except ValueError:
+        return None
+    if public is not None:
+        point = key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+        if point == public:
+            return Verdict.VALID, f"yet its EC {curve.name} private scalar is complete and matches its public key: the key is exposed"
+        return None
+    return Verdict.UNVERIFIED, f"yet its EC {curve.name} private scalar is complete: the key is exposed if genuine"
 
 
 # ---- OpenSSH ------------------------------------------------------------------------------------
