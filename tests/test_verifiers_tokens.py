@@ -209,3 +209,13 @@ def test_generated_tokens_of_every_kind_are_never_called_placeholders():
             found = findings(f"value: {token} ")
             assert found, token[:4]
             assert all(f.verdict not in (Verdict.REDACTED, Verdict.EXAMPLE) for f in found), (template, seed)
+
+
+def test_body_opening_with_a_placeholder_word_is_redacted_unless_the_checksum_holds():
+    rng = random.Random(21)
+    tail = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(26))
+    assert verify("ghp_your" + tail + base62_crc32("your" + tail)[:2] + "zz", "github-pat").verdict == Verdict.REDACTED
+    assert verify("hf_your" + tail + "12345678", "huggingface-token").verdict == Verdict.REDACTED
+    # Four letters open a random body about once in a million: a matching checksum wins.
+    body = "your" + tail
+    assert verify("ghp_" + body + base62_crc32(body), "github-pat").verdict == Verdict.VALID

@@ -19,7 +19,7 @@ from shardscan.verifiers.example import check_example
 from shardscan.verifiers.github import check_github
 from shardscan.verifiers.jwt import check_jwt
 from shardscan.verifiers.openai import check_openai
-from shardscan.verifiers.placeholder import check_placeholder
+from shardscan.verifiers.placeholder import check_placeholder, leading_placeholder
 from shardscan.verifiers.private_key import check_private_key
 
 
@@ -58,11 +58,18 @@ def verify_candidate(candidate: Candidate, verifier_names: tuple[str, ...], cont
     verifier and the exception type but never the secret.
     """
     names = ALWAYS_FIRST + tuple(n for n in verifier_names if n not in ALWAYS_FIRST)
-    for name in names:
+    outcome: Verification | None = None
+    for index, name in enumerate(names):
         try:
             outcome = VERIFIERS[name](candidate, context)
         except Exception as exc:  # a verifier bug must not crash the scan or echo the secret
             return Verification(Verdict.UNVERIFIED, f"verifier {name} failed ({type(exc).__name__})")
         if outcome is not None:
-            return outcome
-    return NO_CHECK
+            if index < len(ALWAYS_FIRST):
+                return outcome
+            break
+    outcome = outcome or NO_CHECK
+    if outcome.verdict != Verdict.VALID:
+        # A weak placeholder signal (a body opening with "your") yields to a passed structural check only.
+        return leading_placeholder(candidate.secret) or outcome
+    return outcome

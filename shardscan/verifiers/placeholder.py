@@ -132,6 +132,23 @@ def placeholder_reason(secret: str) -> Verification | None:
     return None
 
 
+_LEADING_WORD = re.compile(r"(your|fake|test|dummy|sample|insert|replace|paste|placeholder)", re.I)
+
+
+def leading_placeholder(secret: str) -> Verification | None:
+    """``redacted`` when the body starts with a placeholder word (``ghp_your…``, ``hf_fake…``).
+
+    Four given letters open a random body about once in a million, so this weaker signal is only
+    used when the kind's own check did not prove the secret well-formed (see ``verify_candidate``).
+    """
+    if secret.startswith(("-----BEGIN", "eyJ")):
+        return None
+    match = _LEADING_WORD.match(body_of(secret))
+    if match is None:
+        return None
+    return Verification(Verdict.REDACTED, f"body starts with the placeholder word {match.group(0).lower()!r}, not a secret")
+
+
 def check_placeholder(candidate: Candidate, _context: object) -> Verification | None:
     """``redacted`` (or ``example``) when the secret's body is elided, a placeholder or word-like.
 
