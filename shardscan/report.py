@@ -90,8 +90,11 @@ class Report:
         limits = [i for i in self.issues if i.kind != "unreadable"]
         incomplete = limits + ([] if self.policy.skip_unreadable else list(self.unreadable))
         if incomplete:
-            shards = len({i.shard for i in incomplete})
-            return GateDecision(EXIT_INCOMPLETE, False, f"scan incomplete: {len(incomplete)} problem(s) in {shards} shard(s)")
+            shards = sorted({i.shard for i in incomplete})
+            named = ", ".join(shards[:3]) + (f" and {len(shards) - 3} more" if len(shards) > 3 else "")
+            return GateDecision(
+                EXIT_INCOMPLETE, False, f"scan incomplete: {len(incomplete)} problem(s) in {named}"
+            )
         if self.blocking:
             return GateDecision(EXIT_BLOCKING, False, f"{len(self.blocking)} blocking finding(s)")
         if self.policy.fail_on_stale and self.allowlist and (self.allowlist.stale or self.allowlist.expired):
