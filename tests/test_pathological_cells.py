@@ -1,0 +1,68 @@
+"""Pathological cells: huge cells, many tiny cells, near-miss ReDoS shapes for every built-in rule."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from shardscan.engine import ScanOptions, Scanner
+from shardscan.ruleset import load_ruleset
+from shardscan.synth import expand
+
+RULESET = load_ruleset()
+
+
+def _near_misses(keyword: str) -> dict[str, str]:
+    """Long texts that keep a pattern busy without containing a secret."""
+    n = 120_000
+    return {
+        "repeated-keyword": keyword * (n // len(keyword)),
+        "keyword-then-run": keyword + "A" * n,
+        "keyword-run-dot": (keyword + "a" * 30 + ".") * (n // (len(keyword) + 31)),
+        "keyword-newlines": (keyword + "\n" + "B" * 63 + "\n") * (n // (len(keyword) + 65)),
+    }
+
+
+CASES = [
+    pytest.param(rule.id, name, text, id=f"{rule.id}-{keyword}-{name}")
+    for rule in RULESET.rules
+    for keyword in rule.keywords[:2]
+    for name, text in _near_misses(keyword).items()
+]
+
+
+@pytest.mark.parametrize("rule_id, shape, text", CASES)
+def test_near_miss_shapes_finish_without_findings(rule_id: str, shape: str, text: str):
+    scanner = Scanner(RULESET, ScanOptions(regex_timeout=5.0))
+    findings, limits = scanner.scan_text(text)
+    # Either the patterns finish (no secret here to find) or the timeout reports a limit: never a hang.
+    assert [f.rule_id for f in findings if f.verdict in ("valid", "unverified")] == [] or limits
+
+
+def test_secret_across_a_window_boundary_of_a_huge_cell_is_found_once():
+    options = ScanOptions(window_chars=1_000_000, window_overlap=4096)
+    token = expand("{{github:ghp_}}", seed="huge")
+    filler = "lorem ipsum dolor sit amet " * (20_000_000 // 27)
+    position = options.window_chars - 15  # starts in the first window, ends in the overlap
+    cell = filler[:position] + " " + token + " " + filler[position:]
+    result = Scanner(RULESET, options).scan_table(pa.table({"c": pa.array([cell], pa.large_string())}))
+    assert [(f.rule_id, f.start, f.end) for f in result.findings] == [
+        ("github-pat", position + 1, position + 1 + len(token))
+    ]
+    assert result.issues == ()
+
+
+def test_ten_million_tiny_cells_stay_columnar():
+    table = pa.table({"c": pa.array(["ok"] * 10_000_000)})
+    result = Scanner(RULESET).scan_table(table)
+    assert result.stats.cells == 10_000_000
+    assert result.stats.candidate_cells == 0
+    assert result.findings == () and result.issues == ()
+
+
+def test_regex_timeout_is_reported_as_a_limit_not_a_hang():
+    # A timeout this small cannot be met on a 4 MB candidate cell: the cell is reported, not skipped.
+    scanner = Scanner(RULESET, ScanOptions(regex_timeout=1e-6))
+    findings, limits = scanner.scan_text("eyJ" + "a" * 4_000_000)
+    assert findings == []
+    assert limits and "time limit" in limits[0]
