@@ -18,7 +18,7 @@ def _near_misses(keyword: str) -> dict[str, str]:
     return {
         "repeated-keyword": keyword * (n // len(keyword)),
         "keyword-then-run": keyword + "A" * n,
-        "keyword-run-dot": (keyword + "a" * 30 + ".") * (n // (len(keyword) + 31)),
+        "keyword-run-dots": (keyword + "a" * 30 + "..") * (n // (len(keyword) + 32)),
         "keyword-newlines": (keyword + "\n" + "B" * 63 + "\n") * (n // (len(keyword) + 65)),
     }
 
