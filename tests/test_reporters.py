@@ -236,7 +236,7 @@ def test_jsonl_is_one_finding_per_line_then_errors_then_summary():
     assert [(f["shard"], f["row"], f["column"]) for f in lines[:7]] == [
         (f.location.shard, f.location.row, f.location.column) for f in FINDINGS
     ]
-    assert lines[-1]["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 3 problem(s) in 3 shard(s)"}
+    assert lines[-1]["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet"}
 
 
 def test_junit_has_one_test_case_per_shard_failing_or_erroring_as_the_gate_would():
@@ -257,7 +257,7 @@ def test_junit_has_one_test_case_per_shard_failing_or_erroring_as_the_gate_would
 
 def test_terminal_quiet_is_just_the_decision_line():
     text = render(sample_report(), "terminal", RenderOptions(quiet=True))
-    assert text == "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in 3 shard(s)\n"
+    assert text == "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet\n"
 
 
 def test_terminal_plain_has_no_escape_codes_and_color_has_them():
@@ -278,7 +278,7 @@ def test_terminal_sections_and_why():
     assert ("accepted: train-00000-of-00004.parquet row 4 verifier_output (jwt, jwt_…(44)) by entry 1, reviewed by "
             "dana on 2026-11-30") in text
     assert text.splitlines()[-5:] == [
-        "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in 3 shard(s)",
+        "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet",
         "  why: blocking verdicts: valid, unverified, encrypted; allowlisted findings never block",
         "  why: 2 unreadable problem(s): exit 3: an unread shard cannot be certified clean",
         "  why: 1 limit(s) hit: exit 3, part of the data was not fully scanned",

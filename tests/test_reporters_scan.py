@@ -166,4 +166,4 @@ def test_cli_quiet_prints_only_the_decision(dataset):
         [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--quiet"], capture_output=True, text=True,
     )
     assert proc.returncode == 3
-    assert proc.stdout == "gate: FAIL (exit 3): scan incomplete: 1 problem(s) in 1 shard(s)\n"
+    assert proc.stdout == "gate: FAIL (exit 3): scan incomplete: 1 problem(s) in train-c.parquet\n"
