@@ -108,7 +108,7 @@ def test_gate_exit_3_when_a_shard_cannot_be_read(tmp_path, clean):
     assert proc.returncode == 3
     report = reports_in(out)
     assert [e["shard"] for e in report["errors"]] == ["train-00002-of-00002.parquet"]
-    assert report["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 1 problem(s) in 1 shard(s)"}
+    assert report["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 1 problem(s) in train-00002-of-00002.parquet"}
 
 
 def test_gate_exit_3_beats_1(tmp_path, leaky):
