@@ -83,7 +83,7 @@ tr.finding.open td{border-bottom:none;background:#f5f7ff}
 code.context{white-space:pre-wrap;overflow-wrap:anywhere}
 button.toggle{border:1px solid #d1d5db;background:#fff;border-radius:6px;padding:1px 8px;cursor:pointer;color:#2563eb}
 button.toggle[aria-expanded=true]{background:#eef2ff}
-dl.detail dt{color:var(--muted)}dl.detail dd{margin:0;word-break:break-all}
+dl.detail dt{color:var(--muted)}dl.detail dd{margin:0;overflow-wrap:anywhere}
 .empty{color:var(--muted);font-style:italic}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 """
