@@ -62,6 +62,17 @@ def test_not_yet_valid_token_is_valid_and_says_when():
 def test_token_without_exp_is_valid():
     outcome = verify(make_jwt({"sub": "svc"}), "jwt", NOW)
     assert (outcome.verdict, outcome.detail) == (Verdict.VALID, "HS256 JWT, no expiry (no exp claim)")
+    outcome = verify(make_jwt({"sub": "svc", "iat": ts("2024-03-01T00:00:00")}), "jwt", NOW)
+    assert outcome.detail == "HS256 JWT, no expiry (no exp claim), issued 2024-03-01 (2 years ago)"
+
+
+def test_supabase_local_development_keys_are_examples():
+    for role in ("anon", "service_role"):
+        token = make_jwt({"iss": "supabase-demo", "role": role, "exp": 1983812996})
+        finding = only(f"SUPABASE_KEY={token}", "jwt")
+        assert finding.verdict == Verdict.EXAMPLE
+        assert "Supabase local-development" in finding.detail
+    assert only("k=" + make_jwt({"iss": "supabase-demo", "role": "admin", "exp": 1983812996}), "jwt").verdict == Verdict.VALID
 
 
 def test_signature_length_must_match_alg():

@@ -60,6 +60,7 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
         # Whether the issuer's server accepts such a claim is unknown: stay on the blocking side.
         return Verification(Verdict.UNVERIFIED, f"{summary}, {times}; expiry unknown")
     exp, nbf = times
+    issued = as_timestamp(payload.get("iat"))
     if exp is not None and exp <= now:
         return Verification(Verdict.EXPIRED, f"{summary}, expired {day(exp)} ({ago(exp, now)})")
     signature = parts[2]
@@ -78,7 +79,7 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
         return Verification(
             Verdict.INVALID, f"{summary}: {len(raw_signature)}-byte signature, {alg_shown} signs with {sizes} bytes (mangled)"
         )
-    when = _validity(exp, nbf, now)
+    when = _validity(exp, nbf, now, issued)
     if expected is None:
         return Verification(Verdict.UNVERIFIED, f"{summary}, {when}; signature length unchecked for this alg")
     return Verification(Verdict.VALID, f"{summary}, {when}")
@@ -110,11 +111,11 @@ def _time_claims(payload: dict) -> tuple[datetime | None, datetime | None] | str
     return out[0], out[1]
 
 
-def _validity(exp: datetime | None, nbf: datetime | None, now: datetime) -> str:
+def _validity(exp: datetime | None, nbf: datetime | None, now: datetime, issued: datetime | None) -> str:
     if nbf is not None and nbf > now:
         return f"not valid before {day(nbf)} ({ago(nbf, now)})" + (f", expires {day(exp)}" if exp else "")
     if exp is None:
-        return "no expiry (no exp claim)"
+        return "no expiry (no exp claim)" + (f", issued {day(issued)} ({ago(issued, now)})" if issued else "")
     return f"expires {day(exp)} ({ago(exp, now)})"
 
 
