@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from shardscan import executor
 from shardscan.allowlist import Allowlist
 from shardscan.cache import ResultCache, partition
 from shardscan.engine import ScanOptions, Scanner
@@ -33,6 +34,7 @@ def scan(
     allowlist: Allowlist | None = None,
     cache: str | Path | ResultCache | None = None,
     only: Callable[[ShardRef], bool] | None = None,
+    jobs: int | None = 1,
 ) -> Report:
     """Scan files, folders and globs of shards and return the reconciled report.
 
@@ -46,6 +48,8 @@ def scan(
     shardscan version are unchanged are replayed from it instead of read (see shardscan.cache).
     The allowlist and policy are applied after the cache, so changing them needs no re-reading.
     ``only`` keeps the discovered shards it returns True for (e.g. those changed since a commit).
+    ``jobs`` worker processes scan (shard, row group) work items (``None``: all cores); the
+    report is identical for any number of jobs.
     """
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
@@ -59,22 +63,26 @@ def scan(
         on_start(len(shards))
     scanner = Scanner(ruleset, options)
     if cache is None:
-        results = scan_shards(shards, scanner, on_shard)
+        results = scan_shards(shards, scanner, on_shard, jobs)
     else:
         store = cache if isinstance(cache, ResultCache) else ResultCache.open(Path(cache), ruleset, options)
-        results = _scan_with_cache(shards, scanner, store, on_shard)
+        results = _scan_with_cache(shards, scanner, store, on_shard, jobs)
     return _finish(results, ruleset, policy, options, started, extra, allowlist)
 
 
 def _scan_with_cache(
-    shards: list[ShardRef], scanner: Scanner, cache: ResultCache, on_shard: ProgressCallback | None
+    shards: list[ShardRef],
+    scanner: Scanner,
+    cache: ResultCache,
+    on_shard: ProgressCallback | None,
+    jobs: int | None = 1,
 ) -> list[ShardResult]:
     """Replay unchanged shards from the cache, scan the rest, store their complete results."""
     replayed, todo = partition(cache, shards)
     for result in replayed:
         if on_shard:
             on_shard(result)
-    fresh = scan_shards([shard for shard, _ in todo], scanner, on_shard)
+    fresh = scan_shards([shard for shard, _ in todo], scanner, on_shard, jobs)
     for (shard, content), result in zip(todo, fresh, strict=True):
         if content is not None:
             cache.store(shard, content, result)
@@ -82,15 +90,11 @@ def _scan_with_cache(
     return replayed + fresh
 
 
-def scan_shards(shards: list[ShardRef], scanner: Scanner, on_shard: ProgressCallback | None = None) -> list[ShardResult]:
-    """Scan shards one after another, in order."""
-    results = []
-    for shard in shards:
-        result = scanner.scan_shard(shard)
-        results.append(result)
-        if on_shard:
-            on_shard(result)
-    return results
+def scan_shards(
+    shards: list[ShardRef], scanner: Scanner, on_shard: ProgressCallback | None = None, jobs: int | None = 1
+) -> list[ShardResult]:
+    """Scan shards with ``jobs`` processes (``None``: all cores); results in shard order."""
+    return executor.scan_shards(shards, scanner, jobs or executor.default_jobs(), on_shard)
 
 
 def scan_table(

@@ -49,6 +49,11 @@ NowOpt = Annotated[str | None, typer.Option("--now", help="Clock for expiry chec
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Terminal output: only the gate decision line.")]
 SkipOpt = Annotated[bool, typer.Option("--skip-unreadable", help="Unreadable shards are reported but do not make the exit code 3.")]
 TimeoutOpt = Annotated[float, typer.Option("--regex-timeout", help="Seconds a rule may spend on one cell.")]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option("--jobs", "-j", help="Worker processes over (shard, row group) work items (default: all cores). Output is identical for any value."),
+]
+StatsOpt = Annotated[bool, typer.Option("--stats", help="Print where the time went (read, prefilter, gate, decode, match, verify) to standard error.")]
 DepthOpt = Annotated[int, typer.Option("--max-decode-depth", help="Nested decoding depth (0 disables decoding).")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Read every shard; neither use nor update the result cache.")]
 CacheDirOpt = Annotated[
@@ -187,6 +192,15 @@ def _changed_filter(rev: str | None):
     return lambda shard: os.path.realpath(shard.path) in changed
 
 
+def _jobs(jobs: int | None) -> int:
+    """--jobs, checked; all cores when not given."""
+    from shardscan.executor import default_jobs
+
+    if jobs is not None and jobs < 1:
+        raise _fail("--jobs must be >= 1")
+    return jobs or default_jobs()
+
+
 def _run_scan(
     paths: list[str],
     ruleset: Ruleset,
@@ -195,12 +209,13 @@ def _run_scan(
     allowlist=None,
     cache: Path | None = None,
     only=None,
+    jobs: int = 1,
 ) -> Report:
     from functools import partial
 
     from shardscan.api import scan as api_scan
 
-    scan = partial(api_scan, cache=cache, only=only)
+    scan = partial(api_scan, cache=cache, only=only, jobs=jobs)
     if not sys.stderr.isatty():
         return scan(paths, ruleset=ruleset, policy=policy, options=options, allowlist=allowlist)
     from rich.console import Console
@@ -251,20 +266,27 @@ def scan(
     ] = None,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
+    jobs: JobsOpt = None,
+    stats: StatsOpt = False,
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan)."""
     outputs = _outputs(fmt, output)
     ruleset = _load_rules(rules, disable)
     if max_decode_depth < 0 or regex_timeout <= 0:
         raise _fail("--max-decode-depth must be >= 0 and --regex-timeout > 0")
+    jobs = _jobs(jobs)
     options = ScanOptions(
         now=_parse_now(now), regex_timeout=regex_timeout, decode=DecodeLimits(max_depth=max_decode_depth)
     )
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
     only = _changed_filter(changed_since)
-    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only)
+    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only, jobs)
     _emit(report, outputs, quiet)
+    if stats:
+        from shardscan.stats import format_stats
+
+        typer.echo(format_stats(report, jobs), err=True, nl=False)
     raise typer.Exit(report.decision.exit_code)
 
 
@@ -325,13 +347,15 @@ def gate(
     skip_unreadable: SkipOpt = False,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
+    jobs: JobsOpt = None,
 ) -> None:
     """Publish gate: scan, write JSON, SARIF and HTML reports into --report-dir, exit with the gate's code."""
+    jobs = _jobs(jobs)
     ruleset = _load_rules(rules, disable)
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     options = ScanOptions(now=_parse_now(now))
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
-    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir))
+    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), None, jobs)
     written: list[Path] = []
     try:
         for fmt in GATE_FORMATS:

@@ -11,16 +11,17 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from shardscan import decoders
 from shardscan.decoders import DecodeLimits
 from shardscan.detect import RegexTimeout, detect
-from shardscan.errors import ShardReadError, describe_exception
+from shardscan.errors import describe_exception
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
-from shardscan.prefilter import Prefilter
+from shardscan.prefilter import Prefilter, RuleGate
+from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, batch_from_table
-from shardscan.reader.lfs import lfs_pointer_reason
-from shardscan.reader.parquet import metadata_leaf, open_parquet, read_row_group, row_group_offsets
+from shardscan.reader.parquet import metadata_leaf, read_row_group, row_group_offsets
 from shardscan.redaction import context_snippet, fingerprint, preview
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
@@ -97,57 +98,41 @@ class Scanner:
         self.options = options or ScanOptions()
         self.prefilter = Prefilter.from_keywords(ruleset.keywords, decoders.encoded_keyword_patterns(ruleset.keywords))
         self.rules: tuple[Rule, ...] = ruleset.rules
+        # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
+        # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).
+        self.gate = RuleGate.from_patterns(relax(rule.pattern_source) for rule in self.rules)
 
     # ---- whole shards -------------------------------------------------------------------
 
     def scan_shard(self, shard: ShardRef) -> ShardResult:
-        """Scan every row group and the file metadata of one Parquet shard.
+        """Scan every row group and the file metadata of one Parquet shard, in this process.
 
         Never raises for bad data: unreadable parts become issues, and the findings of readable
-        row groups are kept.
+        row groups are kept. (The same work items as a parallel scan; see ``shardscan.executor``.)
         """
-        started = time.perf_counter()
-        timer = _Timer()
-        # A Git LFS pointer checked out in place of the shard must fail loudly, never scan "clean".
-        if (reason := lfs_pointer_reason(shard)) is not None:
-            issue = ScanIssue(shard.display, "unreadable", reason)
-            return ShardResult(shard.display, ScanStats(shards=1, seconds=time.perf_counter() - started), (), (issue,))
-        try:
-            parquet = open_parquet(shard)
-        except ShardReadError as err:
-            issue = ScanIssue(shard.display, "unreadable", err.reason)
-            return ShardResult(shard.display, ScanStats(shards=1, seconds=time.perf_counter() - started), (), (issue,))
-        timer.add("read", started)
-        findings: list[Finding] = []
-        issues: list[ScanIssue] = []
-        stats = ScanStats(shards=1)
+        from shardscan.executor import scan_shards
+
+        return scan_shards([shard], self, jobs=1)[0]
+
+    def scan_footer(
+        self, shard: str, parquet: pq.ParquetFile, timer: _Timer | None = None
+    ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
+        """Scan a shard's file-level key/value metadata (reported at row -1)."""
         meta = metadata_leaf(parquet)
-        if meta is not None:
-            batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=(meta,))
-            f, i, s = self.scan_batch(batch, shard.display, timer)
-            findings += f
-            issues += i
-            stats += replace(s, row_groups=0)
-        for index, offset in enumerate(row_group_offsets(parquet)):
-            t = time.perf_counter()
-            try:
-                batch = read_row_group(shard, parquet, index, offset)
-            except ShardReadError as err:
-                issues.append(ScanIssue(shard.display, "unreadable", err.reason, row_group=index))
-                continue
-            timer.add("read", t)
-            f, i, s = self.scan_batch(batch, shard.display, timer)
-            findings += f
-            issues += i
-            stats += s
-        stats = replace(stats, seconds=time.perf_counter() - started)
-        return ShardResult(
-            shard.display,
-            stats,
-            tuple(sorted(findings, key=Finding.sort_key)),
-            tuple(issues),
-            tuple(sorted(timer.totals.items())),
-        )
+        if meta is None:
+            return [], [], ScanStats()
+        batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=(meta,))
+        return self.scan_batch(batch, shard, timer)
+
+    def scan_row_group(
+        self, shard: ShardRef, parquet: pq.ParquetFile, index: int, timer: _Timer | None = None
+    ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
+        """Read and scan one row group; raise ShardReadError when it cannot be read."""
+        timer = timer or _Timer()
+        t = time.perf_counter()
+        batch = read_row_group(shard, parquet, index, row_group_offsets(parquet)[index])
+        timer.add("read", t)
+        return self.scan_batch(batch, shard.display, timer)
 
     def scan_table(self, table: pa.Table, shard: str = "<table>") -> ShardResult:
         """Scan an in-memory table as if it were one shard with one row group."""
@@ -187,9 +172,14 @@ class Scanner:
             timer.add("prefilter", t)
         findings: list[Finding] = []
         issues: list[ScanIssue] = []
-        for text, locations in by_text.items():
+        t = time.perf_counter()
+        texts = list(by_text)
+        raw_rules = self.gate.rules_for(texts)
+        timer.add("gate", t)
+        for text, rule_indexes in zip(texts, raw_rules):
+            locations = by_text[text]
             try:
-                cell_findings, limits = self.scan_text(text, timer)
+                cell_findings, limits = self.scan_text(text, timer, tuple(self.rules[i] for i in rule_indexes))
             except Exception as exc:  # fail closed: an engine bug is an incomplete scan, not a crash
                 cell_findings, limits = [], [f"internal error while scanning ({describe_exception(exc)})"]
             for location in locations:
@@ -212,19 +202,27 @@ class Scanner:
 
     # ---- one cell -----------------------------------------------------------------------
 
-    def scan_text(self, text: str, timer: _Timer | None = None) -> tuple[list[CellFinding], list[str]]:
+    def scan_text(
+        self, text: str, timer: _Timer | None = None, raw_rules: tuple[Rule, ...] | None = None
+    ) -> tuple[list[CellFinding], list[str]]:
         """Scan one cell's text: every window, every decoded view, every rule.
 
-        Returns the cell's findings and the limits it hit (each a message without cell content).
+        ``raw_rules`` (default: all) are the rules run on the undecoded text, as selected by the
+        rule gate; decoded views always get every rule. Returns the cell's findings and the limits
+        it hit (each a message without cell content).
         """
         timer = timer or _Timer()
+        raw_rules = self.rules if raw_rules is None else raw_rules
         limits: list[str] = []
         raw: list[tuple[Candidate, int, int]] = []
         t = time.perf_counter()
         for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
             for view in decoders.views(window, self.options.decode, limits.append):
+                rules = raw_rules if not view.encoding else self.rules
+                if not rules:
+                    continue
                 try:
-                    for cand in detect(view, self.rules, self.options.regex_timeout):
+                    for cand in detect(view, rules, self.options.regex_timeout):
                         start, end = view.original_span(cand.start, cand.end)
                         raw.append((cand, offset + start, offset + end))
                 except RegexTimeout as err:

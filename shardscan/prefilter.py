@@ -49,3 +49,56 @@ class Prefilter:
 def python_pattern(prefilter: Prefilter) -> re.Pattern[str] | None:
     """The same alternation for Python's ``re`` (used on small in-Python texts such as windows)."""
     return re.compile(prefilter.pattern) if prefilter.pattern else None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleGate:
+    """Per-rule RE2 gates (relaxed rule patterns) deciding which rules can match a cell's raw text.
+
+    ``union`` matches any text some gated rule may match; ``gates[i]`` is rule i's own relaxed
+    pattern, or ``None`` for a rule that must always run. See :mod:`shardscan.relax`.
+    """
+
+    union: str
+    gates: tuple[str | None, ...]
+
+    @classmethod
+    def from_patterns(cls, relaxed: Iterable[str | None]) -> RuleGate:
+        """Build the gate from each rule's relaxed pattern (``None``: no gate), keeping only valid RE2."""
+        gates = tuple(p if p is not None and _re2_compiles(p) else None for p in relaxed)
+        union = "|".join(f"(?:{p})" for p in gates if p is not None)
+        if union and not _re2_compiles(union):
+            return cls("", tuple(None for _ in gates))
+        return cls(union, gates)
+
+    def rules_for(self, texts: list[str]) -> list[tuple[int, ...]]:
+        """For each text, the indexes of the rules that may match its raw form (in rule order)."""
+        always = tuple(i for i, g in enumerate(self.gates) if g is None)
+        if not texts:
+            return []
+        if not self.union:
+            return [always] * len(texts)
+        array = pa.array(texts, type=pa.large_string())
+        hit = np.flatnonzero(pc.fill_null(pc.match_substring_regex(array, self.union), False).to_numpy(zero_copy_only=False))
+        out: list[tuple[int, ...]] = [always] * len(texts)
+        if len(hit) == 0:
+            return out
+        sub = array.take(pa.array(hit))
+        per_rule = {
+            i: pc.fill_null(pc.match_substring_regex(sub, g), False).to_numpy(zero_copy_only=False)
+            for i, g in enumerate(self.gates)
+            if g is not None
+        }
+        for row, text_index in enumerate(hit):
+            out[int(text_index)] = tuple(
+                i for i, g in enumerate(self.gates) if g is None or per_rule[i][row]
+            )
+        return out
+
+
+def _re2_compiles(pattern: str) -> bool:
+    try:
+        pc.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
+        return True
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False

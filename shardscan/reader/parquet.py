@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan.errors import ShardReadError, describe_exception
-from shardscan.reader.cells import LeafCells, flatten_column
+from shardscan.reader.cells import LeafCells, flatten_column, is_string_like
 from shardscan.reader.sources import ShardRef
 
 # Parquet key/value metadata that pyarrow writes itself (a serialised schema): not user text.
@@ -50,10 +50,38 @@ def row_group_offsets(parquet: pq.ParquetFile) -> list[int]:
 def read_row_group(shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int) -> RowGroupBatch:
     """Read and flatten one row group; raise ShardReadError naming the row group on failure."""
     try:
-        table = parquet.read_row_group(index)
+        columns = string_columns(parquet)
+        if columns is not None and not columns:  # nothing can hold text: only the row count is needed
+            return RowGroupBatch(index, row_offset, parquet.metadata.row_group(index).num_rows, ())
+        table = parquet.read_row_group(index, columns=columns)
     except Exception as exc:
         raise ShardReadError(shard.display, f"row group unreadable ({describe_exception(exc)})", index) from None
     return batch_from_table(table, index, row_offset)
+
+
+def string_columns(parquet: pq.ParquetFile) -> list[str] | None:
+    """Top-level columns that hold string-like values at any depth (the only ones worth decoding).
+
+    Numeric, boolean and temporal columns cannot carry a credential; skipping them saves their
+    decoding time and memory (embeddings and token-id lists can dwarf the text). ``None`` means
+    "read every column" (duplicate column names cannot be selected by name).
+    """
+    schema = parquet.schema_arrow
+    names = [f.name for f in schema]
+    if len(set(names)) != len(names):
+        return None
+    return [f.name for f in schema if _holds_text(f.type)]
+
+
+def _holds_text(dtype: pa.DataType) -> bool:
+    if is_string_like(dtype):
+        return True
+    if pa.types.is_dictionary(dtype):
+        return _holds_text(dtype.value_type)
+    if pa.types.is_map(dtype):
+        return _holds_text(dtype.key_type) or _holds_text(dtype.item_type)
+    fields = [dtype.field(i) for i in range(dtype.num_fields)] if dtype.num_fields else []
+    return any(_holds_text(f.type) for f in fields)
 
 
 def batch_from_table(table: pa.Table, index: int = 0, row_offset: int = 0) -> RowGroupBatch:

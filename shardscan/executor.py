@@ -1,0 +1,226 @@
+"""Run a scan as independent (shard, row group) work items, in this process or in worker processes.
+
+The unit of work is a :class:`WorkItem`: a shard reference and a row-group index (``FOOTER`` for the
+file's key/value metadata). :func:`plan_shard` reads a shard's footer and lists its items;
+:func:`scan_item` is a plain top-level function that scans one item with a :class:`Scanner`;
+:func:`assemble` turns one shard's item results back into the :class:`ShardResult` a sequential
+scan gives. Another engine (for example a cluster scheduler) only has to ship the Scanner once per
+worker, call ``scan_item`` on items and hand the results back in item order.
+
+Output never depends on the number of workers: results are consumed in item order, findings are
+sorted, and issues keep the order of the items that raised them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+
+import pyarrow.parquet as pq
+
+from shardscan.engine import Scanner, _Timer
+from shardscan.errors import ShardReadError, describe_exception
+from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
+from shardscan.reader import ShardRef
+from shardscan.reader.lfs import lfs_pointer_reason
+from shardscan.reader.parquet import metadata_leaf, open_parquet
+
+FOOTER = -1  # row-group index of the work item that scans the file's key/value metadata
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """One unit of scanning: a row group of a shard, or (``row_group == FOOTER``) its file metadata."""
+
+    shard: ShardRef
+    row_group: int
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """What scanning one work item produced (no plaintext: findings carry previews and hashes)."""
+
+    item: WorkItem
+    findings: tuple[Finding, ...] = ()
+    issues: tuple[ScanIssue, ...] = ()
+    stats: ScanStats = field(default_factory=ScanStats)
+    timings: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShardPlan:
+    """A shard's work items, or the issue that made the shard unreadable before any item could run."""
+
+    shard: ShardRef
+    items: tuple[WorkItem, ...] = ()
+    issue: ScanIssue | None = None
+    seconds: float = 0.0
+
+
+def default_jobs() -> int:
+    """All cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def plan_shard(shard: ShardRef) -> ShardPlan:
+    """Read a shard's footer and list its work items (metadata first, then row groups in order)."""
+    started = time.perf_counter()
+    # A Git LFS pointer checked out in place of the shard must fail loudly, never scan "clean".
+    if (reason := lfs_pointer_reason(shard)) is not None:
+        return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", reason),
+                         seconds=time.perf_counter() - started)
+    try:
+        parquet = open_parquet(shard)
+        has_metadata = metadata_leaf(parquet) is not None
+        count = parquet.metadata.num_row_groups
+    except ShardReadError as err:
+        return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", err.reason),
+                         seconds=time.perf_counter() - started)
+    except Exception as exc:  # a footer that parses but cannot be walked
+        issue = ScanIssue(shard.display, "unreadable", f"not a readable Parquet file ({describe_exception(exc)})")
+        return ShardPlan(shard, issue=issue, seconds=time.perf_counter() - started)
+    items = ([WorkItem(shard, FOOTER)] if has_metadata else []) + [WorkItem(shard, i) for i in range(count)]
+    return ShardPlan(shard, tuple(items), seconds=time.perf_counter() - started)
+
+
+class FooterCache:
+    """The most recently opened shards of one worker, so consecutive row groups of a shard share a footer."""
+
+    def __init__(self, size: int = 2) -> None:
+        self.size = size
+        self._open: dict[str, pq.ParquetFile] = {}
+
+    def get(self, shard: ShardRef) -> pq.ParquetFile:
+        """The opened shard (raises ShardReadError when it cannot be opened)."""
+        parquet = self._open.pop(shard.path, None) or open_parquet(shard)
+        self._open[shard.path] = parquet
+        while len(self._open) > self.size:
+            self._open.pop(next(iter(self._open)))
+        return parquet
+
+
+def scan_item(scanner: Scanner, item: WorkItem, footers: FooterCache | None = None) -> ItemResult:
+    """Scan one work item. Never raises: unreadable data and engine errors become issues."""
+    started = time.perf_counter()
+    timer = _Timer()
+    shard = item.shard
+    row_group = None if item.row_group == FOOTER else item.row_group
+    try:
+        parquet = (footers or FooterCache()).get(shard)
+        timer.add("read", started)
+        if item.row_group == FOOTER:
+            findings, issues, stats = scanner.scan_footer(shard.display, parquet, timer)
+        else:
+            findings, issues, stats = scanner.scan_row_group(shard, parquet, item.row_group, timer)
+    except ShardReadError as err:
+        issue = ScanIssue(shard.display, "unreadable", err.reason, row_group=row_group)
+        return ItemResult(item, issues=(issue,), stats=ScanStats(seconds=time.perf_counter() - started),
+                          timings=tuple(sorted(timer.totals.items())))
+    except Exception as exc:  # fail closed: an engine bug makes the item incomplete, not the run a crash
+        issue = ScanIssue(shard.display, "unreadable", f"internal error ({describe_exception(exc)})", row_group)
+        return ItemResult(item, issues=(issue,), stats=ScanStats(seconds=time.perf_counter() - started))
+    stats = replace(stats, seconds=time.perf_counter() - started)
+    return ItemResult(item, tuple(findings), tuple(issues), stats, tuple(sorted(timer.totals.items())))
+
+
+def assemble(plan: ShardPlan, results: Iterable[ItemResult]) -> ShardResult:
+    """One shard's ShardResult from its plan and its items' results (in item order)."""
+    if plan.issue is not None:
+        return ShardResult(plan.shard.display, ScanStats(shards=1, seconds=plan.seconds), (), (plan.issue,))
+    findings: list[Finding] = []
+    issues: list[ScanIssue] = []
+    stats = ScanStats(shards=1, seconds=plan.seconds)
+    timings: dict[str, float] = {"read": plan.seconds}
+    for result in results:
+        findings += result.findings
+        issues += result.issues
+        stats += result.stats
+        for stage, seconds in result.timings:
+            timings[stage] = timings.get(stage, 0.0) + seconds
+    return ShardResult(
+        plan.shard.display,
+        stats,
+        tuple(sorted(findings, key=Finding.sort_key)),
+        tuple(issues),
+        tuple(sorted(timings.items())),
+    )
+
+
+# ---- running items -------------------------------------------------------------------------------
+
+_worker_scanner: Scanner | None = None
+_worker_footers: FooterCache | None = None
+
+
+def _init_worker(scanner: Scanner) -> None:
+    # Each worker receives the Scanner once (pickled by the pool) instead of once per item.
+    global _worker_scanner, _worker_footers
+    _worker_scanner = scanner
+    _worker_footers = FooterCache()
+
+
+def _run_in_worker(item: WorkItem) -> ItemResult:
+    assert _worker_scanner is not None
+    return scan_item(_worker_scanner, item, _worker_footers)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # forkserver: workers start from a clean, single-threaded server rather than a copy of a parent
+    # that may already run pyarrow's thread pools; the scanning modules are preloaded once there.
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["shardscan.executor"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterator[ItemResult]:
+    """Scan work items and yield their results in item order, using up to ``jobs`` processes.
+
+    If a worker process dies (killed for memory, or a crash inside a native library), the items
+    it had not finished are reported unreadable rather than silently dropped.
+    """
+    jobs = max(1, min(jobs, len(items)))
+    if jobs == 1:
+        footers = FooterCache()
+        for item in items:
+            yield scan_item(scanner, item, footers)
+        return
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_init_worker,
+                             initargs=(scanner,)) as pool:
+        futures = [pool.submit(_run_in_worker, item) for item in items]
+        for item, future in zip(items, futures):
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                row_group = None if item.row_group == FOOTER else item.row_group
+                reason = "worker process died while scanning (out of memory or a crash in a native library)"
+                yield ItemResult(item, issues=(ScanIssue(item.shard.display, "unreadable", reason, row_group),))
+
+
+def scan_shards(
+    shards: list[ShardRef],
+    scanner: Scanner,
+    jobs: int = 1,
+    on_shard: Callable[[ShardResult], None] | None = None,
+) -> list[ShardResult]:
+    """Scan shards over (shard, row group) work items with ``jobs`` processes; results in shard order."""
+    plans = [plan_shard(shard) for shard in shards]
+    items = [item for plan in plans for item in plan.items]
+    results = run_items(scanner, items, jobs)
+    out: list[ShardResult] = []
+    for plan in plans:
+        shard_results = [next(results) for _ in plan.items]
+        result = assemble(plan, shard_results)
+        out.append(result)
+        if on_shard:
+            on_shard(result)
+    return out

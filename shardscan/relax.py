@@ -1,0 +1,141 @@
+"""Relax a rule pattern into an RE2 pattern that matches a superset of its texts (a vectorised gate).
+
+The rule patterns need the ``regex`` module (lookbehinds, lookaheads), which runs in Python one
+cell at a time. Dropping every assertion (lookarounds, ``\\b``, anchors) and widening what RE2
+cannot express gives a pattern that matches *every* text the rule can match, and that RE2 runs
+over whole Arrow arrays in C++. A cell the relaxed pattern does not match cannot hold a match of
+the rule, so the rule is not run on it: findings are exactly those of running every rule, while
+the long cells that only share a short keyword with a rule (``eyJ`` or ``A3T`` inside base64
+screenshots, ``hf_`` in code) skip the Python regex entirely.
+
+Whatever this module cannot relax with certainty (back-references, conditionals, syntax of the
+``regex`` module that ``re`` would read differently) yields ``None``: that rule always runs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+try:  # the stdlib parser of ``re`` patterns (private, but stable across 3.11-3.13)
+    import re._constants as _c
+    import re._parser as _parser
+except ImportError:  # pragma: no cover (older layouts)
+    _parser = None  # type: ignore[assignment]
+    _c = None  # type: ignore[assignment]
+
+# RE2 refuses counted repeats above 1000 and large ones inflate its program; above this bound a
+# repeat is widened to "at least this many" (a superset).
+_MAX_COUNT = 64
+
+# Syntax that the ``regex`` module reads differently from ``re`` (POSIX classes, fuzzy matching,
+# braces that are not a counted repeat): do not risk a gate that is not a superset.
+_UNSAFE = re.compile(r"\[:\^?[A-Za-z]+:\]|\\[pPNXmMGK]|\{(?!\d*,?\d*\})")
+
+_SPACE = r"\t\n\x{b}\f\r \x{1c}-\x{1f}\x{85}\p{Z}"
+_WORD = r"\p{L}\p{N}\p{M}_"
+_DIGIT = r"\p{Nd}"
+_ANY_CHAR = r"\x{0}-\x{10FFFF}"
+
+
+class _Unrelaxable(Exception):
+    pass
+
+
+def relax(source: str) -> str | None:
+    """An RE2 pattern matching a superset of what ``source`` (a ``regex``-module pattern) matches.
+
+    Returns ``None`` when no safe relaxation is known; the caller must then always run the rule.
+    """
+    if _parser is None or _UNSAFE.search(_strip_escaped_braces(source)):
+        return None
+    try:
+        parsed = _parser.parse(source)
+        flags = parsed.state.flags
+        return ("(?i)" if flags & re.IGNORECASE else "") + _emit(parsed.data, flags)
+    except (_Unrelaxable, re.error, RecursionError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _strip_escaped_braces(source: str) -> str:
+    return source.replace("\\{", "").replace("\\}", "")
+
+
+def _emit(items: Any, flags: int) -> str:
+    return "".join(_node(op, av, flags) for op, av in items)
+
+
+def _node(op: Any, av: Any, flags: int) -> str:  # noqa: C901 (one case per opcode)
+    if op is _c.LITERAL:
+        return _char(av)
+    if op is _c.NOT_LITERAL:
+        return f"[^{_char(av)}]"
+    if op is _c.ANY:
+        return r"(?s:.)" if flags & re.DOTALL else r"[^\n]"
+    if op is _c.IN:
+        return _charset(av)
+    if op is _c.BRANCH:
+        return "(?:" + "|".join(_emit(branch, flags) for branch in av[1]) + ")"
+    if op is _c.SUBPATTERN:
+        _group, add, delete, body = av
+        inner = (flags | add) & ~delete
+        # Case-insensitivity is the only scoped flag RE2 needs told about (DOTALL is resolved in ANY).
+        if inner & re.IGNORECASE and not flags & re.IGNORECASE:
+            return "(?i:" + _emit(body, inner) + ")"
+        if flags & re.IGNORECASE and not inner & re.IGNORECASE:
+            return "(?-i:" + _emit(body, inner) + ")"
+        return "(?:" + _emit(body, inner) + ")"
+    if op is _c.ATOMIC_GROUP:
+        return "(?:" + _emit(av, flags) + ")"
+    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None)):
+        low, high, body = av
+        inner = "(?:" + _emit(body, flags) + ")"
+        if high is _c.MAXREPEAT or high > _MAX_COUNT:
+            return inner + "{%d,}" % min(low, _MAX_COUNT)
+        return inner + "{%d,%d}" % (low, high)
+    if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
+        return ""  # assertions only narrow a match: dropping them keeps a superset
+    raise _Unrelaxable(str(op))
+
+
+def _char(code: int) -> str:
+    if 0xD800 <= code <= 0xDFFF:
+        raise _Unrelaxable("surrogate")
+    if code < 128 and chr(code).isalnum():
+        return chr(code)
+    return "\\x{%x}" % code
+
+
+def _charset(items: list) -> str:
+    negate = False
+    parts: list[str] = []
+    for op, av in items:
+        if op is _c.NEGATE:
+            negate = True
+        elif op is _c.LITERAL:
+            parts.append(_char(av))
+        elif op is _c.RANGE:
+            parts.append(f"{_char(av[0])}-{_char(av[1])}")
+        elif op is _c.CATEGORY:
+            parts.append(_category(av))
+        else:
+            raise _Unrelaxable(str(op))
+    if negate:
+        if any(p == _ANY_CHAR for p in parts):
+            raise _Unrelaxable("negated class with a negated category")
+        return "[^" + "".join(parts) + "]"
+    return "[" + "".join(parts) + "]"
+
+
+def _category(code: Any) -> str:
+    name = str(code)
+    if name.endswith("NOT_DIGIT") or name.endswith("NOT_SPACE") or name.endswith("NOT_WORD"):
+        # A complement inside a class cannot be written in RE2 syntax; any character is a superset.
+        return _ANY_CHAR
+    if name.endswith("DIGIT"):
+        return _DIGIT
+    if name.endswith("SPACE"):
+        return _SPACE
+    if name.endswith("WORD"):
+        return _WORD
+    raise _Unrelaxable(name)

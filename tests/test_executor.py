@@ -1,0 +1,171 @@
+"""Parallel scanning: identical output for any --jobs, exact unreadable-part handling, --stats."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from shardscan.api import scan
+from shardscan.engine import Scanner
+from shardscan.executor import FOOTER, WorkItem, plan_shard, run_items, scan_item
+from shardscan.reader import ShardRef, discover
+from shardscan.synth import expand
+from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
+
+NOW = "2026-12-02"
+
+
+def _corpus(root: Path) -> dict[str, tuple[str, int, str]]:
+    """Three readable shards of several row groups with planted tokens, plus a corrupt shard.
+
+    Returns rule id -> (shard, row, column) of each planted token.
+    """
+    planted: dict[str, tuple[str, int, str]] = {}
+    github = expand("{{github:ghp_}}", seed="exec-1")
+    hf = expand("{{hf}}", seed="exec-2")
+    aws = expand("{{aws_id:AKIA}}", seed="exec-3")
+    system = "You are a helpful agent. Tools: bash, python. " * 20
+    for s in range(3):
+        rows = []
+        for r in range(40):
+            messages = [("system", system), ("user", f"task {s}-{r}"), ("assistant", f"running step {r}"),
+                        ("tool", f"commit {'ab12' * 10}\n" * 3)]
+            rows.append(trace_row(messages))
+        # The same token in two row groups of one shard, and in the repeated system prompt slot.
+        rows[3]["conversations"][3]["content"] = f"export GITHUB_TOKEN={github}"
+        rows[27]["conversations"][3]["content"] = f"export GITHUB_TOKEN={github}"
+        if s == 1:
+            rows[11]["instruction"] = f"login with huggingface-cli login --token {hf}"
+            planted["huggingface-token"] = (f"train-{s}.parquet", 11, "instruction")
+        if s == 2:
+            rows[39]["verifier_output"] = f"aws_access_key_id = {aws}"
+            planted["aws-access-key-id"] = (f"train-{s}.parquet", 39, "verifier_output")
+        write_trace_shard(root / f"train-{s}.parquet", rows, row_group_size=8)
+    planted["github-pat"] = ("train-0.parquet", 3, "conversations[3].content")
+    (root / "train-3.parquet").write_bytes(b"PAR1 this is not a parquet file PAR1")
+    return planted
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shardscan.cli", *args], capture_output=True, text=True)
+
+
+def test_jobs_1_and_2_give_identical_reports(tmp_path):
+    data = tmp_path / "data"
+    planted = _corpus(data)
+    outputs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"report-{jobs}.json"
+        proc = _cli("scan", str(data), "--jobs", jobs, "--now", NOW, "--format", "json", "--output", str(out))
+        assert proc.returncode == 3, proc.stderr  # the corrupt shard makes the scan incomplete
+        outputs[jobs] = json.loads(out.read_text())
+    one, two = outputs["1"], outputs["2"]
+    assert one["findings"] == two["findings"]
+    assert one["errors"] == two["errors"]
+    assert [s["shard"] for s in one["shards"]] == [s["shard"] for s in two["shards"]]
+    located = {(f["rule_id"], f["shard"], f["row"], f["column"]) for f in one["findings"]}
+    for rule_id, where in planted.items():
+        assert (rule_id, *where) in located
+    # Both copies of the GitHub token, in row groups 0 and 3 of each shard.
+    assert sorted((f["shard"], f["row"]) for f in one["findings"] if f["rule_id"] == "github-pat") == [
+        (f"train-{s}.parquet", row) for s in range(3) for row in (3, 27)
+    ]
+    [error] = one["errors"]
+    assert error["shard"] == "train-3.parquet"
+
+
+def test_parallel_items_keep_row_group_errors_exact(tmp_path, ruleset, options):
+    """A corrupt row group is reported with its index; the other row groups' findings stay."""
+    path = tmp_path / "broken.parquet"
+    token = expand("{{github:ghp_}}", seed="exec-rg")
+    rows = [trace_row([("tool", f"GITHUB_TOKEN={token}" if i in (1, 9) else "ok")]) for i in range(12)]
+    write_trace_shard(path, rows, row_group_size=4)
+    meta = pq.ParquetFile(path).metadata
+    # Corrupt the data pages of row group 1's first column chunk.
+    column = meta.row_group(1).column(0)
+    start = column.dictionary_page_offset or column.data_page_offset
+    raw = bytearray(path.read_bytes())
+    raw[start : start + column.total_compressed_size] = b"\xff" * column.total_compressed_size
+    path.write_bytes(bytes(raw))
+    scanner = Scanner(ruleset, options)
+    shard = ShardRef("broken.parquet", str(path))
+    plan = plan_shard(shard)
+    assert [item.row_group for item in plan.items] == [0, 1, 2]
+    for jobs in (1, 2):
+        results = list(run_items(scanner, list(plan.items), jobs))
+        assert [r.item for r in results] == list(plan.items)
+        assert [f.location.row for r in results for f in r.findings] == [1, 9]
+        [issue] = [i for r in results for i in r.issues]
+        assert (issue.shard, issue.kind, issue.row_group) == ("broken.parquet", "unreadable", 1)
+
+
+def test_footer_metadata_is_its_own_work_item(tmp_path, ruleset, options):
+    token = expand("{{hf}}", seed="exec-meta")
+    table = pa.Table.from_pylist([trace_row([("user", "hi")])])
+    table = table.replace_schema_metadata({b"note": f"HF_TOKEN={token}".encode()})
+    path = tmp_path / "meta.parquet"
+    pq.write_table(table, path)
+    shard = ShardRef("meta.parquet", str(path))
+    plan = plan_shard(shard)
+    assert plan.items == (WorkItem(shard, FOOTER), WorkItem(shard, 0))
+    result = scan_item(Scanner(ruleset, options), plan.items[0])
+    [finding] = result.findings
+    assert (finding.location.row, finding.location.column, finding.rule_id) == (-1, "__metadata__.note", "huggingface-token")
+
+
+def test_library_scan_is_identical_for_any_jobs(tmp_path, ruleset, options):
+    data = tmp_path / "data"
+    _corpus(data)
+    reports = [scan([str(data)], ruleset=ruleset, options=options, jobs=jobs) for jobs in (1, 2, 3)]
+    assert reports[0].findings == reports[1].findings == reports[2].findings
+    assert reports[0].issues == reports[1].issues == reports[2].issues
+    assert reports[0].stats.cells == reports[2].stats.cells > 0
+    assert reports[0].decision.exit_code == 3
+
+
+def test_work_items_are_picklable_plain_values(tmp_path):
+    import pickle
+
+    write_trace_shard(tmp_path / "a.parquet", [trace_row()])
+    [shard], _ = discover([str(tmp_path)])
+    item = WorkItem(shard, 0)
+    assert pickle.loads(pickle.dumps(item)) == item
+    with pytest.raises(AttributeError):
+        item.row_group = 1  # type: ignore[misc]
+
+
+def test_stats_option_prints_stage_times(tmp_path):
+    data = tmp_path / "data"
+    token = expand("{{github:ghp_}}", seed="exec-stats")
+    write_trace_shard(data / "a.parquet", [trace_row([("tool", f"token {token}")]), trace_row()])
+    proc = _cli("scan", str(data), "--stats", "--jobs", "1", "--quiet", "--now", NOW)
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert "shardscan stats: 1 shard(s), 1 row group(s), 2 rows" in err
+    for stage in ("read", "prefilter", "match", "verify"):
+        assert f"\n  {stage} " in err
+    assert "jobs=1" in err and "MB/s" in err
+    assert token not in proc.stdout + err
+
+
+def test_jobs_must_be_positive(tmp_path):
+    proc = _cli("scan", str(tmp_path), "--jobs", "0")
+    assert proc.returncode == 2
+    assert "--jobs" in proc.stderr
+
+
+def test_scanner_options_survive_the_trip_to_workers(tmp_path, ruleset):
+    """Expiry is judged with the caller's clock inside workers too (the Scanner is pickled whole)."""
+    import pickle
+
+    scanner = Scanner(ruleset, __import__("shardscan.engine", fromlist=["ScanOptions"]).ScanOptions(now=FIXED_NOW))
+    clone = pickle.loads(pickle.dumps(scanner))
+    assert clone.options.now == FIXED_NOW
+    assert clone.gate == scanner.gate
+    assert [r.id for r in clone.rules] == [r.id for r in scanner.rules]
