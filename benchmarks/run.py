@@ -1,0 +1,344 @@
+"""Benchmark shardscan against the pyarrow decode baseline (and gitleaks, when installed); write RESULTS.md.
+
+One run, on the same generated shards, measures in separate processes (wall time and peak RSS
+of the whole process tree, sampled from /proc):
+
+- the baseline (``benchmarks.baseline``: read every row group, touch every string cell);
+- ``shardscan scan`` with 1 worker and with all cores (findings must be identical);
+- optionally ``--max-decode-depth 0`` (decoding off) next to the default;
+- half the corpus vs the whole corpus (cost must be linear);
+- optionally gitleaks on a JSONL export of the same rows;
+- optionally (``--big``) peak RSS on one shard holding ~1 GB of strings in 10 row groups.
+
+Each timed command runs ``--repeat`` times and the fastest run is kept (the machine is shared).
+Usage: ``python -m benchmarks.run [--mb 160] [--repeat 3] [--big] [--no-gitleaks]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DATA = HERE / "data"
+PY = sys.executable
+
+
+@dataclass
+class Run:
+    """One measured process: wall seconds, peak RSS of its process tree, exit code, output."""
+
+    seconds: float
+    peak_rss: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and all its descendants, from /proc."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            parents[int(entry)] = int(fields[1])
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total, stack, seen = 0, [root], set()
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += rss.get(pid, 0)
+        stack += [child for child, parent in parents.items() if parent == pid]
+    return total
+
+
+def measure(cmd: list[str], env: dict | None = None) -> Run:
+    """Run ``cmd`` and sample its process tree's RSS every 20 ms until it exits."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    seconds = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return Run(seconds, peak, proc.returncode, out, err)
+
+
+def best(cmd: list[str], repeat: int) -> Run:
+    """The fastest of ``repeat`` runs (peak RSS is the largest seen)."""
+    runs = [measure(cmd) for _ in range(repeat)]
+    fastest = min(runs, key=lambda r: r.seconds)
+    fastest.peak_rss = max(r.peak_rss for r in runs)
+    return fastest
+
+
+def ensure_corpus(folder: Path, mb: float, shards: int, row_groups: int, seed: int) -> dict:
+    """Generate the corpus unless an identical one is already there; return its manifest."""
+    manifest_path = folder / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if (manifest["mb"], manifest["shards"], manifest["row_groups"], manifest["seed"]) == (mb, shards, row_groups, seed):
+            return manifest
+        shutil.rmtree(folder)
+    from benchmarks.generate import generate
+
+    return generate(folder, mb, shards, row_groups, seed)
+
+
+def scan_cmd(paths: list[str], jobs: int, report: Path, *extra: str) -> list[str]:
+    return [PY, "-m", "shardscan.cli", "scan", *paths, "--jobs", str(jobs), "--format", "json", "--output",
+            str(report), "--stats", "--now", "2026-12-02", *extra]
+
+
+def export_jsonl(shards: list[Path], folder: Path) -> int:
+    """Write each shard's rows as JSON lines (what gitleaks can read); return the bytes written."""
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for shard in shards:
+        out = folder / (shard.stem + ".jsonl")
+        if not out.exists():
+            with out.open("w") as fh:
+                parquet = pq.ParquetFile(shard)
+                for i in range(parquet.num_row_groups):
+                    for row in parquet.read_row_group(i).to_pylist():
+                        fh.write(json.dumps(row) + "\n")
+        total += out.stat().st_size
+    return total
+
+
+def findings_of(report: Path) -> list[dict]:
+    data = json.loads(report.read_text())
+    return data["findings"]
+
+
+def mb_s(nbytes: int, seconds: float) -> float:
+    return nbytes / 1e6 / seconds if seconds > 0 else 0.0
+
+
+def main() -> None:  # noqa: C901 (a linear script)
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=160.0, help="MB of strings in the corpus")
+    parser.add_argument("--shards", type=int, default=6)
+    parser.add_argument("--row-groups", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--big", action="store_true", help="also measure memory on a 1 GB single shard")
+    parser.add_argument("--big-mb", type=float, default=1000.0)
+    parser.add_argument("--no-gitleaks", action="store_true")
+    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(ROOT))
+    from shardscan.executor import default_jobs
+
+    cores = default_jobs()
+    load_before = os.getloadavg()
+    corpus = DATA / "corpus"
+    manifest = ensure_corpus(corpus, args.mb, args.shards, args.row_groups, seed=1)
+    shards = sorted(corpus.glob("*.parquet"))
+    half = shards[: len(shards) // 2]
+    tmp = Path(tempfile.mkdtemp(prefix="shardscan-bench-"))
+    rows: list[tuple[str, str, str, str, str, str]] = []
+    notes: list[str] = []
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    # ---- baseline ---------------------------------------------------------------------------
+    log("baseline ...")
+    base = best([PY, "-m", "benchmarks.baseline", str(corpus)], args.repeat)
+    base_out = json.loads(base.stdout)
+    nbytes = base_out["bytes"]
+    base_half = best([PY, "-m", "benchmarks.baseline", *map(str, half)], args.repeat)
+    half_bytes = json.loads(base_half.stdout)["bytes"]
+
+    def row(name: str, run: Run, inner: float | None, data: int = nbytes, vs: Run | None = base) -> None:
+        ratio = f"{run.seconds / vs.seconds:.2f}x" if vs else "-"
+        rows.append((name, f"{run.seconds:.2f}", f"{inner:.2f}" if inner is not None else "-",
+                     f"{mb_s(data, run.seconds):.1f}", ratio, f"{run.peak_rss / 2**20:.0f}"))
+
+    row("baseline: pyarrow reads every row group, sums string lengths", base, base_out["seconds"], vs=None)
+
+    # ---- shardscan, 1 worker and all cores ----------------------------------------------------
+    scans: dict[str, Run] = {}
+    reports: dict[str, Path] = {}
+    for label, jobs, extra in (("1", 1, ()), ("all", cores, ())):
+        log(f"scan --jobs {jobs} ...")
+        reports[label] = tmp / f"scan-{label}.json"
+        scans[label] = best(scan_cmd([str(corpus)], jobs, reports[label], *extra), args.repeat)
+        inner = json.loads(reports[label].read_text())["scanned"]["seconds"]
+        row(f"shardscan scan --jobs {jobs}", scans[label], inner)
+    stats_text = scans["all"].stderr.strip()
+
+    depth_help = subprocess.run([PY, "-m", "shardscan.cli", "scan", "--help"], capture_output=True, text=True,
+                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    if "--max-decode-depth" in depth_help:
+        log("scan --max-decode-depth 0 ...")
+        report0 = tmp / "scan-depth0.json"
+        run0 = best(scan_cmd([str(corpus)], cores, report0, "--max-decode-depth", "0"), args.repeat)
+        row(f"shardscan scan --jobs {cores} --max-decode-depth 0 (decoding off)", run0,
+            json.loads(report0.read_text())["scanned"]["seconds"])
+
+    # ---- linearity ----------------------------------------------------------------------------
+    log("scan half the corpus ...")
+    half_report = tmp / "scan-half.json"
+    half_run = best(scan_cmd(list(map(str, half)), cores, half_report), args.repeat)
+    row(f"shardscan scan --jobs {cores}, half the corpus ({len(half)} shards)", half_run,
+        json.loads(half_report.read_text())["scanned"]["seconds"], data=half_bytes, vs=base_half)
+
+    # ---- gitleaks -----------------------------------------------------------------------------
+    gitleaks = shutil.which("gitleaks")
+    gitleaks_run = None
+    if gitleaks and not args.no_gitleaks:
+        log("gitleaks on the JSONL export ...")
+        jsonl_bytes = export_jsonl(shards, DATA / "jsonl")
+        gl_report = tmp / "gitleaks.json"
+        gitleaks_run = best([gitleaks, "dir", str(DATA / "jsonl"), "--no-banner", "--log-level", "error",
+                             "--report-format", "json", "--report-path", str(gl_report), "--exit-code", "0"],
+                            max(1, args.repeat - 1))
+        gl_findings = json.loads(gl_report.read_text()) if gl_report.exists() else []
+        row("gitleaks dir on the JSONL export of the same rows", gitleaks_run, None)
+        version = subprocess.run([gitleaks, "version"], capture_output=True, text=True).stdout.strip()
+        notes.append(f"gitleaks {version} read {jsonl_bytes / 1e6:.1f} MB of JSONL (the same rows; MB/s above "
+                     f"counts the {nbytes / 1e6:.1f} MB of strings for every tool) and reported "
+                     f"{len(gl_findings)} findings.")
+
+    # ---- memory on one big shard --------------------------------------------------------------
+    big_rows: list[tuple[str, Run, int]] = []
+    if args.big:
+        big = DATA / "big"
+        log(f"generating / checking the {args.big_mb:.0f} MB single shard ...")
+        big_manifest = ensure_corpus(big, args.big_mb, 1, 10, seed=7)
+        for jobs in (1, cores):
+            log(f"big shard, --jobs {jobs} ...")
+            report = tmp / f"big-{jobs}.json"
+            run = measure(scan_cmd([str(big)], jobs, report))
+            big_rows.append((f"shardscan scan --jobs {jobs}", run, big_manifest["string_bytes"]))
+        big_base = measure([PY, "-m", "benchmarks.baseline", str(big)])
+        big_rows.insert(0, ("baseline (pyarrow, default threads)", big_base, big_manifest["string_bytes"]))
+
+    # ---- checks -------------------------------------------------------------------------------
+    one, every = findings_of(reports["1"]), findings_of(reports["all"])
+    identical = one == every
+    located = {(f["shard"], f["row"], f["column"], f["rule_id"]) for f in every}
+    planted = manifest["planted"]
+    found = sum((p["shard"], p["row"], p["column"], p["rule_id"]) in located for p in planted)
+    blocking = sum(1 for f in every if f["blocking"])
+    load_after = os.getloadavg()
+
+    scan_all, scan_one = scans["all"], scans["1"]
+    ratio = scan_all.seconds / base.seconds
+    inner_ratio = json.loads(reports["all"].read_text())["scanned"]["seconds"] / base_out["seconds"]
+    speedup = scan_one.seconds / scan_all.seconds
+    inner_one = json.loads(reports["1"].read_text())["scanned"]["seconds"]
+    inner_all = json.loads(reports["all"].read_text())["scanned"]["seconds"]
+    linear = scan_all.seconds / half_run.seconds * (half_bytes / nbytes) * 2
+    growth = scan_all.seconds / half_run.seconds
+    inner_half = json.loads(half_report.read_text())["scanned"]["seconds"]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    targets = [
+        (f"all-cores scan wall time <= 2.0x baseline (stretch 1.5x)",
+         f"{ratio:.2f}x end to end; {inner_ratio:.2f}x excluding interpreter start-up", verdict(ratio <= 2.0)),
+        (f"2 workers >= 1.7x faster than 1", f"{speedup:.2f}x end to end; {inner_one / inner_all:.2f}x in-process"
+         if cores >= 2 else "single core machine", verdict(cores >= 2 and speedup >= 1.7)),
+        ("2x data takes <= 2.1x time",
+         f"{growth:.2f}x time for {nbytes / half_bytes:.2f}x data end to end; {inner_all / inner_half:.2f}x in-process",
+         verdict(growth <= 2.1 * nbytes / half_bytes / 2)),
+    ]
+    if gitleaks_run is not None:
+        factor = gitleaks_run.seconds / scan_all.seconds
+        targets.append((">= 10x gitleaks throughput", f"{factor:.1f}x", verdict(factor >= 10)))
+    for name, run, size in big_rows:
+        if name.startswith("shardscan"):
+            targets.append((f"peak RSS < 1 GB on one {size / 1e9:.2f} GB shard ({name})",
+                            f"{run.peak_rss / 2**20:.0f} MiB", verdict(run.peak_rss < 2**30)))
+    targets.append(("findings identical for --jobs 1 and --jobs " + str(cores),
+                     f"{len(every)} findings ({blocking} blocking), {found}/{len(planted)} planted credentials found",
+                     verdict(identical)))
+
+    import pyarrow
+
+    lines = [
+        "# shardscan benchmark results",
+        "",
+        "Written by `python -m benchmarks.run` (do not edit by hand).",
+        "",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- machine: {cores} core(s) usable, {platform.machine()}, Python {platform.python_version()}, "
+        f"pyarrow {pyarrow.__version__}",
+        f"- load average before / after: {load_before[0]:.2f} / {load_after[0]:.2f} (the machine is shared; each "
+        f"timing is the fastest of {args.repeat} runs)",
+        f"- corpus: {manifest['shards']} shards x {manifest['row_groups']} row groups, {manifest['rows']} rows, "
+        f"{nbytes / 1e6:.1f} MB of strings, {len(planted)} planted credentials (`benchmarks/generate.py`, seed 1)",
+        "",
+        "## Throughput",
+        "",
+        "| command | wall s (process) | s in process | MB/s (wall) | vs baseline | peak RSS MiB (process tree) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *(f"| {' | '.join(r)} |" for r in rows),
+        "",
+        "\"wall s\" includes interpreter start-up and imports; \"s in process\" is the time the tool itself reports.",
+        "The half-corpus row is compared with the baseline on the same half.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | |",
+        "| --- | --- | --- |",
+        *(f"| {t} | {m} | {v} |" for t, m, v in targets),
+        "",
+    ]
+    if big_rows:
+        lines += [
+            "## Memory on one large shard",
+            "",
+            "| command | shard strings MB | wall s | peak RSS MiB (process tree) |",
+            "| --- | ---: | ---: | ---: |",
+            *(f"| {n} | {s / 1e6:.0f} | {r.seconds:.1f} | {r.peak_rss / 2**20:.0f} |" for n, r, s in big_rows),
+            "",
+        ]
+    lines += ["## Where the time went (`--stats`, all cores)", "", "```", stats_text, "```", ""]
+    if notes:
+        lines += ["## Notes", "", *(f"- {n}" for n in notes), ""]
+    args.output.write_text("\n".join(lines))
+    print("\n".join(lines))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The relaxed RE2 rule gate: a superset of every rule's matches, or no gate at all."""
+
+from __future__ import annotations
+
+import base64
+import random
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from shardscan.engine import Scanner
+from shardscan.prefilter import RuleGate
+from shardscan.relax import relax
+from shardscan.synth import expand
+
+
+def _re2(texts: list[str], pattern: str) -> list[bool]:
+    return pc.match_substring_regex(pa.array(texts, type=pa.large_string()), pattern).to_pylist()
+
+
+def test_every_builtin_rule_is_gated_and_its_examples_pass_the_gate(ruleset):
+    for rule in ruleset.rules:
+        relaxed = relax(rule.pattern_source)
+        assert relaxed is not None, rule.id
+        examples = [expand(e.text, seed=f"gate-{rule.id}") for e in rule.examples]
+        assert all(_re2(examples, relaxed)), rule.id
+
+
+def test_gate_is_a_superset_of_rule_matches_on_near_misses(ruleset):
+    """Whenever the real pattern matches a text, the relaxed one must too (assertions dropped, case kept)."""
+    rng = random.Random(7)
+    texts = []
+    for rule in ruleset.rules:
+        for example in rule.examples + rule.negative_examples:
+            text = expand(example.text, seed=f"nm-{rule.id}")
+            for _ in range(6):
+                cut = rng.randrange(len(text) + 1)
+                texts.append(text[:cut] + rng.choice(["", "x", "_", " ", "é", "\n", "=", "."]) + text[cut:])
+            texts += [text, "é" + text + "é", text.upper(), text.lower(), f"({text})"]
+    for rule in ruleset.rules:
+        relaxed = relax(rule.pattern_source)
+        gate = _re2(texts, relaxed)
+        matched = 0
+        for text, allowed in zip(texts, gate):
+            if rule.pattern.search(text):
+                matched += 1
+                assert allowed, (rule.id, len(text))
+        assert matched >= len(rule.examples), rule.id  # the check above really ran
+
+
+def test_gate_drops_base64_blobs_that_share_a_keyword(ruleset):
+    blob = base64.b64encode(random.Random(3).randbytes(30_000)).decode()
+    blob = blob[:1000] + "eyJ" + blob[1000:2000] + "A3T" + blob[2000:]
+    gate = RuleGate.from_patterns(relax(r.pattern_source) for r in ruleset.rules)
+    [selected] = gate.rules_for([blob])
+    assert selected == ()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        r"(?P<secret>a)\1",  # back-reference
+        r"(a)?(?(1)b|c)",  # conditional
+        r"[[:alpha:]]{10}",  # POSIX class (the regex module reads it differently from re)
+        r"(?:tok){e<=1}",  # fuzzy matching
+        r"\p{Lu}{4}",  # regex-module property class
+    ],
+)
+def test_unrelaxable_patterns_get_no_gate(source):
+    assert relax(source) is None
+
+
+def test_case_insensitive_scopes_are_kept():
+    relaxed = relax(r"(?x) (?i: secret_?key ) \s* = \s* (?P<secret> [A-Z]{4} )")
+    assert _re2(["SECRET_KEY = ABCD", "Secret_Key=ABCD", "secret_key = abcd", "secretkey=AB"], relaxed) == [
+        True, True, False, False,
+    ]
+
+
+def test_scanner_with_gate_finds_the_same_as_without(ruleset, options):
+    token = expand("{{github:ghp_}}", seed="gate-same")
+    jwt = expand("{{jwt}}", seed="gate-same")
+    texts = [f"GITHUB_TOKEN={token}", f"Bearer {jwt}", "ghp_" + "x" * 36, "hf_hub_download(repo)", "plain"]
+    gated = Scanner(ruleset, options)
+    found_gated = [gated.scan_text(t, None, tuple(gated.rules[i] for i in sel))[0]
+                   for t, sel in zip(texts, gated.gate.rules_for(texts))]
+    found_all = [gated.scan_text(t)[0] for t in texts]
+    assert found_gated == found_all
+    assert [len(f) for f in found_all] == [1, 1, 0, 0, 0]
