@@ -52,9 +52,38 @@ def relax(source: str) -> str | None:
     try:
         parsed = _parser.parse(source)
         flags = parsed.state.flags
-        return ("(?i)" if flags & re.IGNORECASE else "") + _emit(parsed.data, flags)
+        items = _trim(parsed.data, parsed.state)
+        if not items:
+            return None  # the pattern can match an empty string: every text may match
+        return ("(?i)" if flags & re.IGNORECASE else "") + _emit(items, flags)
     except (_Unrelaxable, re.error, RecursionError, ValueError, TypeError, AttributeError):
         return None
+
+
+def _trim(items: Any, state: Any) -> list:
+    """The smallest top-level sequence whose presence in a text is implied by the pattern's.
+
+    A text contains a match of ``A B?`` iff it contains a match of ``A``, and one of ``A X{8,}``
+    iff it contains one of ``A X{8}``: optional ends are dropped and open-ended repeats at the ends
+    shortened, so RE2 has less to track (assertions go too; they would emit nothing anyway).
+    """
+    seq = [(op, av) for op, av in items if op not in (_c.AT, _c.ASSERT, _c.ASSERT_NOT)]
+    if len(seq) == 1 and seq[0][0] is _c.SUBPATTERN and seq[0][1][1] == 0 and seq[0][1][2] == 0:
+        return _trim(seq[0][1][3], state)  # a group around everything (usually ``(?P<secret>...)``)
+
+    def min_width(item: tuple) -> int:
+        return _parser.SubPattern(state, [item]).getwidth()[0]
+
+    while seq and min_width(seq[0]) == 0:
+        seq.pop(0)
+    while seq and min_width(seq[-1]) == 0:
+        seq.pop()
+    repeats = (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None))
+    for end in ({0, len(seq) - 1} if seq else set()):
+        op, av = seq[end]
+        if op in repeats and av[0] > 0:
+            seq[end] = (_c.MAX_REPEAT, (av[0], av[0], av[2]))
+    return seq
 
 
 def _strip_escaped_braces(source: str) -> str:
