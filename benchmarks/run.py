@@ -118,7 +118,7 @@ def ensure_corpus(folder: Path, mb: float, shards: int, row_groups: int, seed: i
 
 def scan_cmd(paths: list[str], jobs: int, report: Path, *extra: str) -> list[str]:
     return [PY, "-m", "shardscan.cli", "scan", *paths, "--jobs", str(jobs), "--format", "json", "--output",
-            str(report), "--stats", "--now", "2026-12-02", *extra]
+            str(report), "--stats", "--now", "2026-12-02", "--no-cache", "--no-allowlist", *extra]
 
 
 def export_jsonl(shards: list[Path], folder: Path) -> int:

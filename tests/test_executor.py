@@ -53,7 +53,8 @@ def _corpus(root: Path) -> dict[str, tuple[str, int, str]]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shardscan.cli", *args], capture_output=True, text=True)
+    # --no-cache: a second run must really scan, not replay the first one's results.
+    return subprocess.run([sys.executable, "-m", "shardscan.cli", *args, "--no-cache"], capture_output=True, text=True)
 
 
 def test_jobs_1_and_2_give_identical_reports(tmp_path):
