@@ -375,3 +375,18 @@ def test_terminal_lists_many_findings_one_per_line():
     assert "  github-pat | train-00000-of-00004.parquet | 10 | conversations[1].content | tool | valid | new BLOCKING | " \
            "git_…(41) | valid because of check 1\n" in text
     assert numbers("terminal", text)["findings"] == len(findings)
+
+
+def test_html_shard_chart_keeps_the_shards_that_matter_when_there_are_many():
+    from dataclasses import replace
+
+    from shardscan.reporters.html import MAX_CHART_SHARDS
+
+    base = sample_report().findings[0]  # one blocking finding
+    findings = tuple(replace(base, location=replace(base.location, shard=f"s{i:03d}.parquet"), blocking=i % 10 == 0)
+                     for i in range(MAX_CHART_SHARDS + 20))
+    text = render(replace(sample_report(), findings=findings, issues=(), allowlist=None), "html")
+    charted = set(re.findall(r'<rect data-shard="([^"]+)"', text))
+    assert len(charted) == MAX_CHART_SHARDS
+    assert {f"s{i:03d}.parquet" for i in range(0, MAX_CHART_SHARDS + 20, 10)} <= charted  # every blocking shard
+    assert "… and 20 more shard(s) with fewer findings" in text

@@ -86,8 +86,15 @@ def shard_rows(report: Report) -> list[ShardRow]:
                 issues=tuple(issues.get(s.shard, ())),
             )
         )
-    for shard in sorted(set(issues) - known):
-        rows.append(ShardRow(shard, 0, 0, 0, 0, 0, 0, 0, verdict_counts([]), tuple(issues[shard])))
+    for shard in sorted((set(issues) | set(findings)) - known):
+        # Known only from an error (a path that matched nothing) or, for a hand-built report, a finding.
+        fs = findings.get(shard, [])
+        rows.append(
+            ShardRow(
+                shard, 0, 0, 0, 0, len(fs), sum(1 for f in fs if f.blocking),
+                sum(1 for f in fs if f.status == Status.ALLOWLISTED), verdict_counts(fs), tuple(issues.get(shard, ())),
+            )
+        )
     return sorted(rows, key=lambda r: r.shard)
 
 

@@ -231,7 +231,10 @@ def _bar_chart_shards(report: Report) -> str:
     if not rows:
         return '<p class="empty" id="chart-shards">No shard has findings or errors.</p>'
     more = len(rows) - MAX_CHART_SHARDS
-    rows = rows[:MAX_CHART_SHARDS]
+    if more > 0:
+        # Keep the shards that matter most (not fully read, then most findings), shown in name order.
+        keep = sorted(rows, key=lambda r: (not r.issues, -r.blocking, -r.findings, r.shard))[:MAX_CHART_SHARDS]
+        rows = sorted(keep, key=lambda r: r.shard)
     width, bar_h, gap, label_w = 560, 16, 5, 230
     vmax = max(max(r.findings for r in rows), 1)
     h = len(rows) * (bar_h + gap) + gap
@@ -257,7 +260,7 @@ def _bar_chart_shards(report: Report) -> str:
         parts.append(f'<text x="{x + 6}" y="{y + 12}" font-size="11" fill="{color}">{e(note)}</text>')
     parts.append("</svg>")
     if more > 0:
-        parts.append(f'<p class="meta">… and {more} more shard(s) with findings or errors (see the table).</p>')
+        parts.append(f'<p class="meta">… and {more} more shard(s) with fewer findings (see the table).</p>')
     return "".join(parts)
 
 
