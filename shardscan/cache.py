@@ -255,7 +255,8 @@ def _atomic_write(path: Path, text: str) -> None:
 # ---- entry format ----------------------------------------------------------------------------
 
 _STATS_FIELDS = tuple(f.name for f in dataclasses.fields(ScanStats) if f.name not in ("seconds", "cached_shards"))
-_FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding) if f.name != "location")
+# "revealed" (plaintext under --show-secrets) never goes into the cache.
+_FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding) if f.name not in ("location", "revealed"))
 
 
 def _encode(result: ShardResult, clock: str) -> dict:

@@ -268,15 +268,28 @@ def scan(
     cache_dir: CacheDirOpt = None,
     jobs: JobsOpt = None,
     stats: StatsOpt = False,
+    show_secrets: Annotated[
+        bool,
+        typer.Option("--show-secrets", help="Print secrets in plain text for local manual review (refused when CI is set)."),
+    ] = False,
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan)."""
     outputs = _outputs(fmt, output)
+    if show_secrets:
+        if os.environ.get("CI"):
+            raise _fail("--show-secrets refuses to run when CI is set: CI logs are kept and shared")
+        typer.secho(
+            "WARNING: --show-secrets prints full secrets to the terminal. Do not paste, log or share this output.",
+            err=True, fg="red", bold=True,
+        )
+        no_cache = True  # the cache holds only what reports hold; revealed values never go there
     ruleset = _load_rules(rules, disable)
     if max_decode_depth < 0 or regex_timeout <= 0:
         raise _fail("--max-decode-depth must be >= 0 and --regex-timeout > 0")
     jobs = _jobs(jobs)
     options = ScanOptions(
-        now=_parse_now(now), regex_timeout=regex_timeout, decode=DecodeLimits(max_depth=max_decode_depth)
+        now=_parse_now(now), regex_timeout=regex_timeout, decode=DecodeLimits(max_depth=max_decode_depth),
+        reveal_secrets=show_secrets,
     )
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)

@@ -39,6 +39,8 @@ class ScanOptions:
     # window boundary as long as it is shorter than the overlap.
     window_chars: int = 4 * 1024 * 1024
     window_overlap: int = 64 * 1024
+    # Attach plaintext to findings for local manual review (``--show-secrets``); never in CI.
+    reveal_secrets: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,7 @@ class CellFinding:
     encoding: tuple[str, ...]
     context: str
     clock: bool = False  # the verdict was decided by reading the scan clock
+    revealed: str | None = field(default=None, repr=False, compare=False)
 
 
 class _WatchedContext(VerifyContext):
@@ -249,6 +252,7 @@ class Scanner:
                     encoding=cand.encoding,
                     context=context_snippet(text, start, end, spans),
                     clock=bool(reads),
+                    revealed=cand.secret if self.options.reveal_secrets else None,
                 )
             )
         timer.add("verify", t)
@@ -269,6 +273,7 @@ def _attach(cf: CellFinding, location: CellLocation) -> Finding:
         detail=cf.detail,
         encoding=cf.encoding,
         context=cf.context,
+        revealed=cf.revealed,
     )
 
 

@@ -91,6 +91,9 @@ class Finding:
     blocking: bool = True
     status: Status = Status.NEW
     allowlist: AllowlistRef | None = None
+    # Plaintext, only with ``--show-secrets`` (local manual review); only the terminal reporter
+    # prints it, and it is kept out of repr so a traceback cannot carry it.
+    revealed: str | None = field(default=None, repr=False, compare=False)
 
     def sort_key(self) -> tuple:
         """Stable report order: shard, row, column, offset, rule."""

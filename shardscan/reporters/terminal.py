@@ -61,10 +61,22 @@ def render(report: Report, options) -> str:
         _findings(console, report, table_box)
         _issues(console, report)
         _allowlist(console, report)
+        _revealed(console, report)
     _decision(console, report, options.quiet)
     # Text lines soft-wrap (one finding or error per line, greppable in CI logs); tables fit the width.
     # rich pads titles and cells to the table width; trailing blanks only add noise to logs and diffs.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+def _revealed(console: Console, report: Report) -> None:
+    """Plaintext secrets, present only under ``--show-secrets`` (refused in CI)."""
+    shown = [f for f in report.findings if f.revealed is not None]
+    if not shown:
+        return
+    console.print(_t("SECRETS SHOWN IN PLAIN TEXT (--show-secrets): do not share this output", "bold red"))
+    for f in shown:
+        loc = f.location
+        console.print(_t(f"  {loc.shard} row {loc.row} {loc.column} [{f.rule_id}]: {f.revealed}"))
 
 
 def _header(console: Console, report: Report) -> None:
