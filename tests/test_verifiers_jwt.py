@@ -155,3 +155,35 @@ def test_expired_and_valid_jwt_severities_through_the_detector():
     live = only("token=" + make_jwt({"exp": ts("2030-01-01T00:00:00")}), "jwt", NOW)
     assert (expired.verdict, expired.severity) == (Verdict.EXPIRED, "low")
     assert (live.verdict, live.severity) == (Verdict.VALID, "high")
+
+
+def _signed(payload: dict, key: bytes, alg: str = "HS256") -> str:
+    import hashlib
+    import hmac
+
+    digest = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}[alg]
+    head = b64url(json.dumps({"alg": alg, "typ": "JWT"}).encode()) + "." + b64url(json.dumps(payload).encode())
+    return head + "." + b64url(hmac.new(key, head.encode(), digest).digest())
+
+
+@pytest.mark.parametrize("alg", ["HS256", "HS384", "HS512"])
+def test_token_signed_with_a_documented_secret_is_an_example(alg):
+    token = _signed({"user_id": 7, "exp": ts("2030-01-01T00:00:00")}, b"your-256-bit-secret", alg)
+    finding = only(f"Bearer {token}", "jwt")
+    assert (finding.verdict, finding.severity) == (Verdict.EXAMPLE, "info")
+    assert "signature verifies with 'your-256-bit-secret'" in finding.detail
+
+
+def test_token_signed_with_an_unknown_secret_is_valid():
+    token = _signed({"user_id": 7, "exp": ts("2030-01-01T00:00:00")}, random.Random(3).randbytes(32))
+    assert only(f"Bearer {token}", "jwt").verdict == Verdict.VALID
+
+
+def test_examples_file_errors_name_the_entry():
+    from shardscan.errors import ConfigError
+    from shardscan.verifiers.example import parse_examples
+
+    with pytest.raises(ConfigError, match=r"known_examples.yaml: example #2: needs exactly one of"):
+        parse_examples({"examples": [{"kind": "jwt", "name": "a", "value": "x"}, {"kind": "jwt", "name": "b"}]})
+    with pytest.raises(ConfigError, match=r"example #1: pattern does not compile"):
+        parse_examples({"examples": [{"kind": "aws", "name": "a", "pattern": "("}]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -12,7 +13,7 @@ import yaml
 
 from shardscan.errors import ConfigError
 from shardscan.model import Candidate, Verdict, Verification
-from shardscan.verifiers.common import b64url_decode, json_object
+from shardscan.verifiers.common import b64url_decode, json_object, safe_text
 
 EXAMPLES_FILE = Path(__file__).with_name("known_examples.yaml")
 _LABEL = "shardscan/verifiers/known_examples.yaml"
@@ -25,6 +26,7 @@ class KnownExamples:
     values: dict[tuple[str, str], str]  # (kind, sha256 hex of the value) -> name
     patterns: tuple[tuple[str, re.Pattern[str], str], ...]  # (kind, pattern, name)
     jwt_claims: tuple[tuple[dict, str], ...]  # (payload, name)
+    hmac_secrets: tuple[tuple[bytes, str], ...] = ()  # (documented HMAC secret, name)
 
     def lookup(self, secret: str, kind: str) -> str | None:
         """The example's name when ``secret`` is a documented value of ``kind``."""
@@ -34,8 +36,24 @@ class KnownExamples:
         for pattern_kind, pattern, pattern_name in self.patterns:
             if pattern_kind == kind and pattern.fullmatch(secret):
                 return pattern_name
-        if kind == "jwt" and self.jwt_claims:
-            return self.lookup_claims(secret)
+        if kind == "jwt":
+            return self.lookup_claims(secret) or self.lookup_hmac_secret(secret)
+        return None
+
+    def lookup_hmac_secret(self, token: str) -> str | None:
+        """The documented secret's name when the JWT's HMAC signature verifies with it."""
+        parts = token.split(".")
+        if len(parts) != 3 or not self.hmac_secrets:
+            return None
+        header = json_object(b64url_decode(parts[0]))
+        digest = _HMAC_DIGESTS.get(header.get("alg")) if header else None
+        signature = b64url_decode(parts[2])
+        if digest is None or not signature:
+            return None
+        signed = f"{parts[0]}.{parts[1]}".encode("ascii", "replace")
+        for key, name in self.hmac_secrets:
+            if hmac.compare_digest(hmac.new(key, signed, digest).digest(), signature):
+                return f"{name}, signature verifies with {safe_text(key.decode(), 40)!r}"
         return None
 
     def lookup_claims(self, token: str) -> str | None:
@@ -52,6 +70,9 @@ class KnownExamples:
         return None
 
 
+_HMAC_DIGESTS = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -63,13 +84,14 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
     values: dict[tuple[str, str], str] = {}
     patterns: list[tuple[str, re.Pattern[str], str]] = []
     claims: list[tuple[dict, str]] = []
+    secrets: list[tuple[bytes, str]] = []
     for i, entry in enumerate(data["examples"], start=1):
         where = f"{label}: example #{i}"
         if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("name"), str):
             raise ConfigError(f"{where}: needs 'kind' and 'name' strings")
-        given = [k for k in ("value", "fingerprint", "pattern", "jwt_claims") if k in entry]
+        given = [k for k in ("value", "fingerprint", "pattern", "jwt_claims", "jwt_hmac_secret") if k in entry]
         if len(given) != 1:
-            raise ConfigError(f"{where}: needs exactly one of value, fingerprint, pattern, jwt_claims")
+            raise ConfigError(f"{where}: needs exactly one of value, fingerprint, pattern, jwt_claims, jwt_hmac_secret")
         kind, name, how = entry["kind"], entry["name"], given[0]
         raw = entry[how]
         if how == "value" and isinstance(raw, str) and raw:
@@ -83,9 +105,11 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
                 raise ConfigError(f"{where}: pattern does not compile: {exc}") from None
         elif how == "jwt_claims" and isinstance(raw, dict):
             claims.append((raw, name))
+        elif how == "jwt_hmac_secret" and isinstance(raw, str) and raw:
+            secrets.append((raw.encode(), name))
         else:
             raise ConfigError(f"{where}: '{how}' has the wrong type")
-    return KnownExamples(values, tuple(patterns), tuple(claims))
+    return KnownExamples(values, tuple(patterns), tuple(claims), tuple(secrets))
 
 
 @lru_cache(maxsize=1)
