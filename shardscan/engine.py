@@ -21,7 +21,7 @@ from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanSta
 from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, batch_from_table
-from shardscan.reader.parquet import metadata_leaf, read_row_group, row_group_offsets
+from shardscan.reader.parquet import metadata_leaves, read_row_group, row_group_offsets
 from shardscan.redaction import context_snippet, fingerprint, preview
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
@@ -121,10 +121,10 @@ class Scanner:
         self, shard: str, parquet: pq.ParquetFile, timer: _Timer | None = None
     ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
         """Scan a shard's file-level key/value metadata (reported at row -1)."""
-        meta = metadata_leaf(parquet)
-        if meta is None:
+        meta = metadata_leaves(parquet)
+        if not meta:
             return [], [], ScanStats()
-        batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=(meta,))
+        batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta)
         return self.scan_batch(batch, shard, timer)
 
     def scan_row_group(

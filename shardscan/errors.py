@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class ShardscanError(Exception):
     """Root of every error shardscan raises on purpose."""
@@ -25,6 +27,10 @@ class ShardReadError(ShardscanError):
         super().__init__(f"{where}: {reason}")
 
 
+# A run that could be (part of) a credential: ghp_…, sk-proj-…, base64 bodies, JWT segments.
+_TOKEN_LIKE = re.compile(r"[A-Za-z0-9_+/=.\-]{16,}")
+
+
 def describe_exception(exc: BaseException) -> str:
     """A one-line reason for an exception raised while reading data, safe to print.
 
@@ -37,6 +43,6 @@ def describe_exception(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     # Long messages may echo data; keep a short, token-free prefix.
     text = text[:160]
-    if any(len(tok) >= 16 for tok in text.split() if tok.isalnum()):
+    if _TOKEN_LIKE.search(text):
         text = "(message withheld: it may quote scanned data)"
     return f"{name}: {text}" if text else name

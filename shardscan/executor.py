@@ -28,7 +28,7 @@ from shardscan.errors import ShardReadError, describe_exception
 from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
 from shardscan.reader import ShardRef
 from shardscan.reader.lfs import lfs_pointer_reason
-from shardscan.reader.parquet import metadata_leaf, open_parquet
+from shardscan.reader.parquet import metadata_leaves, open_parquet
 
 FOOTER = -1  # row-group index of the work item that scans the file's key/value metadata
 
@@ -79,7 +79,7 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
                          seconds=time.perf_counter() - started)
     try:
         parquet = open_parquet(shard)
-        has_metadata = metadata_leaf(parquet) is not None
+        has_metadata = bool(metadata_leaves(parquet))
         count = parquet.metadata.num_row_groups
     except ShardReadError as err:
         return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", err.reason),

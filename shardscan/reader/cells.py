@@ -37,8 +37,7 @@ class LeafCells:
 
     def column_path(self, index: int) -> str:
         """The column path of the cell at ``index`` in ``values``."""
-        if not self.path_args:
-            return self.template
+        # Always format, even without arguments: the template escapes braces of column names.
         return self.template.format(*(arg[index] for arg in self.path_args))
 
     def role(self, index: int) -> str | None:
@@ -198,7 +197,7 @@ def _flatten_map(
     args = tuple(_take(arg, parent) for arg in args)
     roles = roles.take(pa.array(parent)) if roles is not None else None
     keys, items = entries.flatten()
-    labels = [_key_label(key, pos) for key, pos in zip(keys.to_pylist(), position)]
+    labels = [key_label(key, pos) for key, pos in zip(keys.to_pylist(), position)]
     yield from _flatten(keys, rows, template + "{{{}}}.key", args + (_entry_labels(position),), roles)
     yield from _flatten(items, rows, template + "{{{}}}", args + (labels,), roles)
 
@@ -207,7 +206,8 @@ def _entry_labels(position: np.ndarray) -> list[str]:
     return [f"#{p}" for p in position]
 
 
-def _key_label(key: object, position: int) -> str:
+def key_label(key: object, position: int) -> str:
+    """How a map or metadata key appears in a column path: itself when it looks like an identifier, else ``#<position>``."""
     if isinstance(key, bytes):
         key = key.decode("utf-8", "replace")
     if isinstance(key, (int, float)) or (isinstance(key, str) and _SAFE_KEY.fullmatch(key) and not _looks_secret(key)):

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan.errors import ShardReadError, describe_exception
-from shardscan.reader.cells import LeafCells, flatten_column, is_string_like
+from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
 from shardscan.reader.sources import ShardRef
 
 # Parquet key/value metadata that pyarrow writes itself (a serialised schema): not user text.
@@ -98,19 +99,24 @@ def batch_from_table(table: pa.Table, index: int = 0, row_offset: int = 0) -> Ro
     return RowGroupBatch(index=index, row_offset=row_offset, num_rows=table.num_rows, leaves=tuple(leaves))
 
 
-def metadata_leaf(parquet: pq.ParquetFile) -> LeafCells | None:
-    """File key/value metadata as cells in column ``__metadata__.<key>`` (row -1)."""
-    import numpy as np
+def metadata_leaves(parquet: pq.ParquetFile) -> tuple[LeafCells, ...]:
+    """File key/value metadata as cells: values in column ``__metadata__.<key>``, keys in
+    ``__metadata__.#<i>.key`` (row -1 for both).
 
+    Keys are scanned too (a key can itself be a secret); like map keys, a key is used in a column
+    path only when it looks like an identifier, otherwise the entry is shown by index, ``#<i>``.
+    """
     raw = parquet.metadata.metadata or {}
     items = [(k, v) for k, v in raw.items() if k not in _GENERATED_METADATA_KEYS]
     if not items:
-        return None
+        return ()
     keys = [k.decode("utf-8", "replace") for k, _ in items]
-    labels = [k if len(k) <= 64 else f"#{i}" for i, k in enumerate(keys)]
-    values = pa.array([v for _, v in items], type=pa.large_binary())
+    labels = [key_label(k, i) for i, k in enumerate(keys)]
     rows = np.full(len(items), METADATA_ROW, dtype=np.int64)
-    return LeafCells("__metadata__.{}", values, rows, (labels,), None)
+    key_cells = LeafCells("__metadata__.#{}.key", pa.array([k for k, _ in items], type=pa.large_binary()), rows,
+                          (list(range(len(items))),), None)
+    values = LeafCells("__metadata__.{}", pa.array([v for _, v in items], type=pa.large_binary()), rows, (labels,), None)
+    return (values, key_cells)
 
 
 def iter_row_groups(shard: ShardRef) -> Iterator[RowGroupBatch | ShardReadError]:

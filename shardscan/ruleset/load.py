@@ -110,8 +110,11 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
     if not isinstance(raw, dict):
         raise ConfigError(f"{label}: rule #{index + 1}: expected a mapping")
     rule_id = raw.get("id")
-    if not isinstance(rule_id, str) or not _ID.fullmatch(rule_id):
-        raise ConfigError(f"{label}: rule #{index + 1}: 'id' must be a kebab-case string")
+    if not isinstance(rule_id, str) or not rule_id.strip():
+        raise ConfigError(f"{label}: rule #{index + 1}: missing required field 'id' (a kebab-case string)")
+    if not _ID.fullmatch(rule_id):
+        # Name the offending id (shortened: it is user text) so the author can find the rule.
+        raise ConfigError(f"{label}: {rule_id[:60]}: 'id' must be kebab-case (lowercase letters, digits, single dashes)")
 
     def fail(message: str) -> ConfigError:
         return ConfigError(f"{label}: {rule_id}: {message}")
