@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,11 +18,13 @@ from tests.conftest import trace_row, write_trace_shard
 TOKEN = expand("{{github:ghp_}}", seed="exit-codes")
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", *args], capture_output=True, text=True, timeout=300,
-        cwd=cwd, env=_env(),
-    )
+def run(*args: str) -> subprocess.CompletedProcess:
+    # From an empty folder: the repository's own allowlist.yaml must not take part.
+    with tempfile.TemporaryDirectory() as cwd:
+        return subprocess.run(
+            [sys.executable, "-m", "shardscan.cli", *args], capture_output=True, text=True, timeout=300,
+            cwd=cwd, env=_env(),
+        )
 
 
 def _env() -> dict[str, str]:
@@ -102,7 +105,7 @@ def test_exit_3_on_corrupt_shard_among_good_ones_and_good_findings_still_reporte
     assert report["scanned"]["shards"] == 3
     # The terminal report names the shard and why the gate failed.
     assert "[unreadable] train-00001-of-00003.parquet: not a readable Parquet file" in proc.stdout
-    assert "gate: FAIL (exit 3): scan incomplete: 1 problem(s) in 1 shard(s)" in proc.stdout
+    assert "gate: FAIL (exit 3): scan incomplete: 1 problem(s) in train-00001-of-00003.parquet" in proc.stdout
     assert TOKEN not in proc.stdout + proc.stderr + report_path.read_text()
 
 

@@ -8,9 +8,11 @@ import base64
 import hashlib
 import json
 import logging
+import os
 import random
 import subprocess
 import sys
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,7 +176,12 @@ def write_dataset(folder: Path) -> list[dict]:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shardscan.cli", *args], capture_output=True, text=True, timeout=300)
+    """The CLI as a user runs it, from an empty folder (the repository's allowlist.yaml stays out)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with tempfile.TemporaryDirectory() as cwd:
+        return subprocess.run([sys.executable, "-m", "shardscan.cli", *args], capture_output=True, text=True,
+                              timeout=300, cwd=cwd, env=env)
 
 
 @pytest.fixture(scope="module")
