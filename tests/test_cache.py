@@ -246,3 +246,26 @@ def test_stat_index_notices_in_place_rewrites(dataset, tmp_path, ruleset, option
     os.utime(clean, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     report = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
     assert report.stats.cached_shards == 2  # a.parquet was hashed again, missed, and read
+
+
+def test_a_jwt_expiry_is_judged_at_the_clock_of_each_scan(tmp_path, ruleset, options):
+    """The built-in JWT verifier reads the clock: its shard is replayed only for the same --now,
+    while a shard whose verdicts ignore the clock is replayed at any time."""
+    import random
+
+    from shardscan.synth import jwt
+
+    cutoff = options.now + timedelta(days=1)
+    token = jwt(random.Random(7), exp=int(cutoff.timestamp()))
+    data = tmp_path / "data"
+    write_trace_shard(data / "session.parquet", [trace_row([("tool", f"Authorization: Bearer {token}")])])
+    write_trace_shard(data / "clean.parquet", [trace_row([("user", "hello")])])
+    cache = tmp_path / "cache"
+    before = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
+    [finding] = before.findings
+    assert finding.verdict != Verdict.EXPIRED
+    assert scan([str(data)], ruleset=ruleset, options=options, cache=cache).stats.cached_shards == 2
+    after = scan([str(data)], ruleset=ruleset, options=replace(options, now=cutoff + timedelta(days=1)), cache=cache)
+    assert after.stats.cached_shards == 1  # clean.parquet only
+    assert [f.verdict for f in after.findings] == [Verdict.EXPIRED]
+    assert token not in "".join(p.read_text() for p in cache.rglob("*.json"))

@@ -232,3 +232,44 @@ def test_workflow_example_runs_the_gate_and_uploads_its_sarif():
     [upload] = [s for s in steps if "upload-sarif" in s.get("uses", "")]
     assert upload["with"]["sarif_file"] == "shardscan-reports/shardscan-report.sarif"
     assert "--report-dir shardscan-reports" in " ".join(gate_step["run"].split())
+
+
+# ---- the hook command itself -----------------------------------------------------------------
+
+
+def test_hook_cache_follows_rule_edits_and_no_cache(tmp_path, token, monkeypatch):
+    monkeypatch.delenv("SHARDSCAN_CACHE_DIR")  # the hook's default: .shardscan-cache/ at the repository root
+    root = tmp_path / "repo"
+    write_trace_shard(root / "a.parquet", [trace_row([("user", "hello house-marker")])])
+    write_trace_shard(root / "b.parquet", [trace_row(task=f"token={token}")])
+    _git(root, "init", "-q")
+    rule = root / "house.yaml"
+    body = (
+        "- id: house-marker\n  kind: internal\n  name: House marker\n  description: Marks internal text.\n"
+        "  severity: low\n  keywords: [house-]\n  pattern: '(?P<secret>house-marker)'\n"
+        "  examples: ['house-marker']\n  negative_examples: ['house']\n"
+    )
+    rule.write_text(body)
+
+    def hook(*extra: str) -> list[str]:
+        proc = cli("hook", "--rules", "house.yaml", "--now", NOW, *extra, "a.parquet", "b.parquet", cwd=root)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert token not in proc.stdout
+        return proc.stdout.splitlines()
+
+    first = hook()
+    assert first[0].startswith("shardscan: 2 shard(s), 2 rows")
+    assert [line.split()[1] for line in first[1:-1]] == ["a.parquet:0", "b.parquet:0"]
+    assert "house-marker" in first[1]
+    assert hook()[0].startswith("shardscan: 2 shard(s) (2 from cache), 2 rows")
+    assert (root / ".shardscan-cache" / "v1").is_dir()
+    assert hook("--no-cache")[0].startswith("shardscan: 2 shard(s), 2 rows")
+
+    rule.write_text(body.replace("'(?P<secret>house-marker)'", "'(?P<secret>house-marked)'"))
+    edited = hook()
+    assert edited[0].startswith("shardscan: 2 shard(s), 2 rows")  # a rule changed: both read again
+    assert [line.split()[1] for line in edited[1:-1]] == ["b.parquet:0"]
+
+
+def test_hook_without_files_passes():
+    assert cli("hook").returncode == 0
