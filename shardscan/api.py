@@ -62,7 +62,8 @@ def scan(
     if on_start:
         on_start(len(shards))
     scanner = Scanner(ruleset, options)
-    if cache is None:
+    # Revealed plaintext never goes into the cache, so a revealing scan reads everything afresh.
+    if cache is None or options.reveal_secrets:
         results = scan_shards(shards, scanner, on_shard, jobs)
     else:
         store = cache if isinstance(cache, ResultCache) else ResultCache.open(Path(cache), ruleset, options)

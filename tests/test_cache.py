@@ -269,3 +269,15 @@ def test_a_jwt_expiry_is_judged_at_the_clock_of_each_scan(tmp_path, ruleset, opt
     assert after.stats.cached_shards == 1  # clean.parquet only
     assert [f.verdict for f in after.findings] == [Verdict.EXPIRED]
     assert token not in "".join(p.read_text() for p in cache.rglob("*.json"))
+
+
+def test_a_revealing_scan_neither_uses_nor_fills_the_cache(dataset, tmp_path, ruleset, options):
+    data, tokens = dataset
+    cache = tmp_path / "cache"
+    scan([str(data)], ruleset=ruleset, options=options, cache=cache)
+    revealing = replace(options, reveal_secrets=True)
+    report = scan([str(data)], ruleset=ruleset, options=revealing, cache=tmp_path / "other")
+    assert report.stats.cached_shards == 0
+    assert sorted(f.revealed for f in report.findings) == sorted(tokens.values())
+    assert not (tmp_path / "other").exists()
+    assert scan([str(data)], ruleset=ruleset, options=revealing, cache=cache).stats.cached_shards == 0
