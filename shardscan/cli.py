@@ -29,6 +29,25 @@ app = typer.Typer(
     help="Scan Parquet dataset shards for credentials before you publish them.",
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _global_options(
+    verbose: Annotated[
+        int, typer.Option("--verbose", "-v", count=True, help="Log progress to stderr (-v per shard, -vv per finding).")
+    ] = 0,
+) -> None:
+    """Scan Parquet dataset shards for credentials before you publish them."""
+    import logging
+
+    if verbose:
+        logging.basicConfig(
+            level=logging.DEBUG if verbose > 1 else logging.INFO,
+            format="shardscan: %(levelname)s: %(message)s",
+            stream=sys.stderr,
+        )
+
+
 rules_app = typer.Typer(no_args_is_help=True, help="List and check detection rules.")
 app.add_typer(rules_app, name="rules")
 allowlist_app = typer.Typer(no_args_is_help=True, help="Add reviewed findings to the allowlist and check it.")

@@ -34,6 +34,8 @@ from shardscan.reader.parquet import metadata_leaves, open_parquet
 # Debug logging names shards, counts and issue reasons only: never cell text or secrets.
 log = logging.getLogger(__name__)
 
+log = logging.getLogger(__name__)
+
 FOOTER = -1  # row-group index of the work item that scans the file's key/value metadata
 
 
@@ -230,6 +232,24 @@ def scan_shards(
         shard_results = [next(results) for _ in plan.items]
         result = assemble(plan, shard_results)
         out.append(result)
+        _log_shard(result)
         if on_shard:
             on_shard(result)
     return out
+
+
+def _log_shard(result: ShardResult) -> None:
+    # Locations, counts and reasons only: log lines end up in CI logs.
+    s = result.stats
+    log.info("%s: %d row group(s), %d rows, %d cells, %d candidate cells, %d finding(s)",
+             result.shard, s.row_groups, s.rows, s.cells, s.candidate_cells, len(result.findings))
+    for finding in result.findings:
+        loc = finding.location
+        log.debug("%s row %d %s: %s %s (%s)", loc.shard, loc.row, loc.column, finding.rule_id, finding.preview,
+                  finding.verdict)
+    for issue in result.issues:
+        where = "".join(
+            f" {label} {value}" for label, value in (("row group", issue.row_group), ("row", issue.row)) if value is not None
+        )
+        log.warning("%s%s%s: [%s] %s", issue.shard, where, f" {issue.column}" if issue.column else "", issue.kind,
+                    issue.message)

@@ -32,6 +32,12 @@ def open_parquet(shard: ShardRef) -> pq.ParquetFile:
     """Open a shard's footer; raise ShardReadError naming the shard when it is not readable Parquet."""
     try:
         handle = shard.open()
+        # pyarrow only checks the footer's magic; a damaged head means the file is not what it
+        # claims to be, and a gate should not vouch for it.
+        head = handle.read(4)
+        handle.seek(0)
+        if head != b"PAR1":
+            raise ShardReadError(shard.display, "not a readable Parquet file (bad magic bytes at the start)")
         return pq.ParquetFile(handle)
     except ShardReadError:
         raise
