@@ -91,6 +91,7 @@ def _plants() -> list[Plant]:
     sk_proj, sk = g("{{openai:sk-proj-}}", "e2e-oai"), g("{{openai:sk-}}", "e2e-oai")
     ant = g("{{anthropic:api03}}", "e2e-ant")
     hf = g("{{hf}}", "e2e-hf")
+    jwt_dot, ghp_escaped = g("{{jwt}}", "e2e-jwt-dot"), g("{{github:ghp_}}", "e2e-gh-esc")
     pem = private_key_pem("rsa").strip()
     pem_ec = private_key_pem("ec").strip()
     truncated = "\n".join(private_key_pem("pkcs8").strip().splitlines()[:8])
@@ -128,6 +129,11 @@ def _plants() -> list[Plant]:
         Plant("openai-api-key", "openai", 2, 5, "conversations[0]", "system",
               f"OPENAI_API_KEY={sk}", sk),
         Plant("aws-access-key-id", "aws", 2, 6, "instruction", None, f"The temporary key {asia} expired.", asia),
+        # Boundaries: a JWT ending a sentence; a token right after a literal \n in JSON-escaped output.
+        Plant("jwt", "jwt", 2, 1, "verifier_output", None, f"FAIL: expected the session {jwt_dot}.", jwt_dot),
+        Plant("github-pat", "github", 2, 1, "conversations[3]", "tool",
+              json.dumps({"stdout": f"cat ~/.token\n{ghp_escaped}\n", "exit": 0}),
+              ghp_escaped),
         Plant("private-key-truncated", "private-key", 2, 8, "conversations[3]", "tool",
               f"$ cat key.pem\n{truncated}\n[output truncated at 500 bytes]", truncated),
     ]
