@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -27,9 +26,6 @@ from shardscan.redaction import context_snippet, fingerprint, preview
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
 from shardscan.verifiers import VerifyContext, verify_candidate
-
-# Debug logging names locations, rule ids and redacted previews only: never cell text or secrets.
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +191,7 @@ class Scanner:
                         ScanIssue(location.shard, "limit", message, batch.index if batch.index >= 0 else None,
                                   location.row, location.column)
                     )
-                for cf in cell_findings:
-                    log.debug(
-                        "%s row %d %s: %s %s [%d:%d] verdict %s", location.shard, location.row, location.column,
-                        cf.rule_id, cf.preview, cf.start, cf.end, cf.verdict,
-                    )
-                    findings.append(_attach(cf, location))
+                findings.extend(_attach(cf, location) for cf in cell_findings)
                 clocked += sum(1 for cf in cell_findings if cf.clock)
         stats = ScanStats(
             row_groups=1 if batch.index >= 0 else 0,

@@ -31,9 +31,6 @@ from shardscan.reader import ShardRef
 from shardscan.reader.lfs import lfs_pointer_reason
 from shardscan.reader.parquet import metadata_leaves, open_parquet
 
-# Debug logging names shards, counts and issue reasons only: never cell text or secrets.
-log = logging.getLogger(__name__)
-
 log = logging.getLogger(__name__)
 
 FOOTER = -1  # row-group index of the work item that scans the file's key/value metadata
@@ -140,7 +137,6 @@ def scan_item(scanner: Scanner, item: WorkItem, footers: FooterCache | None = No
 def assemble(plan: ShardPlan, results: Iterable[ItemResult]) -> ShardResult:
     """One shard's ShardResult from its plan and its items' results (in item order)."""
     if plan.issue is not None:
-        log.debug("%s: unreadable: %s", plan.shard.display, plan.issue.message)
         return ShardResult(plan.shard.display, ScanStats(shards=1, seconds=plan.seconds), (), (plan.issue,))
     findings: list[Finding] = []
     issues: list[ScanIssue] = []
@@ -152,10 +148,6 @@ def assemble(plan: ShardPlan, results: Iterable[ItemResult]) -> ShardResult:
         stats += result.stats
         for stage, seconds in result.timings:
             timings[stage] = timings.get(stage, 0.0) + seconds
-    log.debug(
-        "%s: %d row group(s), %d rows, %d cells, %d candidate cells, %d finding(s), %d issue(s)",
-        plan.shard.display, stats.row_groups, stats.rows, stats.cells, stats.candidate_cells, len(findings), len(issues),
-    )
     return ShardResult(
         plan.shard.display,
         stats,
