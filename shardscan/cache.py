@@ -214,7 +214,10 @@ class ResultCache:
         if self._index is None:
             try:
                 data = json.loads(self._index_path().read_text(encoding="utf-8"))
-                self._index = data if isinstance(data, dict) else {}
+                valid = isinstance(data, dict) and all(
+                    isinstance(v, list) and len(v) == 6 and isinstance(v[4], str) for v in data.values()
+                )
+                self._index = data if valid else {}
             except (OSError, ValueError):
                 self._index = {}
         return self._index
@@ -237,8 +240,8 @@ class ResultCache:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             return _decode(data, display, self.clock)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # absent or damaged: scan the shard
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None  # absent or damaged (any shape of JSON): scan the shard
 
 
 def _atomic_write(path: Path, text: str) -> None:

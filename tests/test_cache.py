@@ -211,12 +211,12 @@ def test_damaged_entries_are_misses(dataset, tmp_path, ruleset, options):
     data, _ = dataset
     cache = tmp_path / "cache"
     first = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
-    for entry in (cache / "v1").rglob("*.json"):
-        if entry.name != "stat-index.json":
-            entry.write_text("{not json")
-    report = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
-    assert report.stats.cached_shards == 0
-    assert comparable(report) == comparable(first)
+    for damage in ("{not json", "[]", '{"format": 1, "clock": null, "stats": 7, "findings": {}}', '"x"'):
+        for entry in (cache / "v1").rglob("*.json"):
+            entry.write_text(damage)  # entries and the stat index alike
+        report = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
+        assert report.stats.cached_shards == 0, damage
+        assert comparable(report) == comparable(first)
 
 
 def test_cache_folder_ignores_itself_for_git(dataset, tmp_path, ruleset, options):
