@@ -319,3 +319,24 @@ def test_discover_folders_recursively_files_and_globs(tmp_path):
                                 str(tmp_path / "none-*.parquet")])
     assert sorted(Path(s.path).name for s in shards) == ["train-00000-of-00002.parquet", "train-00001-of-00002.parquet"]
     assert missing == [str(tmp_path / "nope"), str(tmp_path / "none-*.parquet")]
+
+
+# ---- unions (in-memory tables only: Parquet has no union type) -----------------------------------
+
+
+@pytest.mark.parametrize("mode", ["dense", "sparse"])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_union_children_are_read_at_their_rows_and_filler_is_not_a_cell(scanner, mode, sliced):
+    codes = pa.array([0, 1, 0, 1, 0], type=pa.int8())
+    if mode == "dense":
+        strings = pa.array(["a", "b", f"key {TOKEN}"])
+        array = pa.UnionArray.from_dense(codes, pa.array([0, 0, 1, 1, 2], pa.int32()), [strings, pa.array([1, 2])],
+                                         ["text", "n"])
+    else:
+        # Rows 1 and 3 select "n": their "text" slots are filler and must not be reported.
+        strings = pa.array(["a", f"filler {TOKEN}", "b", f"filler {TOKEN}", f"key {TOKEN}"])
+        array = pa.UnionArray.from_sparse(codes, [strings, pa.array([1, 2, 3, 4, 5])], ["text", "n"])
+    if sliced:
+        array = array.slice(1)
+    result = scanner.scan_table(pa.table({"u": array}), "t")
+    assert [(f.location.row, f.location.column, f.start) for f in result.findings] == [(3 if sliced else 4, "u.text", 4)]

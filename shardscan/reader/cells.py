@@ -146,10 +146,42 @@ def _flatten(
         yield from _flatten(values, rows, template + "[{}]", args, roles)
         return
     if pa.types.is_union(dtype):
-        for i in range(dtype.num_fields):
-            yield from _flatten(array.field(i), rows, f"{template}.{_escape_template(dtype[i].name)}", args, roles)
+        yield from _flatten_union(array, rows, template, args, roles)
         return
     # Numbers, booleans, dates and the like cannot carry a credential: not cells.
+
+
+def _flatten_union(
+    array: pa.Array,
+    rows: np.ndarray,
+    template: str,
+    args: tuple,
+    roles: pa.Array | None,
+) -> Iterator[LeafCells]:
+    """Each child's *active* values only, aligned with their rows.
+
+    A sparse child holds a slot for every row, but only the rows whose type code selects it are
+    values (the others are filler that must not be reported); a dense child is indexed through
+    the value offsets, so its positions are not row positions.
+    """
+    dtype = array.type
+    dense = dtype.mode == "dense"
+    # Read the buffers: pyarrow's type_codes/offsets accessors ignore the offset of a sliced union.
+    window = slice(array.offset, array.offset + len(array))
+    buffers = array.buffers()
+    codes = np.frombuffer(buffers[1], dtype=np.int8)[window]
+    offsets = np.frombuffer(buffers[2], dtype=np.int32)[window] if dense else None
+    for i in range(dtype.num_fields):
+        active = np.flatnonzero(codes == dtype.type_codes[i])
+        if len(active) == 0:
+            continue
+        child = array.field(i)
+        values = child.take(pa.array(offsets[active] if dense else active))
+        child_roles = roles.take(pa.array(active)) if roles is not None else None
+        yield from _flatten(
+            values, rows[active], f"{template}.{_escape_template(dtype[i].name)}",
+            tuple(_take(arg, active) for arg in args), child_roles,
+        )
 
 
 def _take(arg: np.ndarray | list, parent: np.ndarray) -> np.ndarray | list:
