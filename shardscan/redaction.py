@@ -10,7 +10,7 @@ CONTEXT_CHARS = 40
 # Any long token-like run in a context snippet is cut to its first characters: the snippet may hold
 # another secret that no rule matched (or that a disabled rule would have).
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9+/=_\-.~%]{20,}")
-_PEM_NOISE = re.compile(r"(?:\\r|\\n|\s)+")
+_PEM_NOISE = re.compile(r"(?:\\+r|\\+n|\s)+")
 
 
 def normalise_secret(secret: str, kind: str) -> str:
