@@ -148,6 +148,12 @@ def _pem_single_line(pem: str) -> str:
     return pem.strip().replace("\n", "\\n")
 
 
+def _pem_head(arg: str) -> str:
+    """The first lines of a generated key, as ``head -N`` prints them (``kind:N``; no END line)."""
+    kind, _, count = (arg or "rsa").partition(":")
+    return "\n".join(private_key_pem(kind).strip().splitlines()[: int(count or 12)])
+
+
 Generator = Callable[[random.Random, str], str]
 
 GENERATORS: dict[str, Generator] = {
@@ -166,6 +172,8 @@ GENERATORS: dict[str, Generator] = {
     "aws_secret": lambda rng, arg: aws_secret(rng),
     "pem": lambda rng, arg: private_key_pem(arg or "rsa").strip(),
     "pem_escaped": lambda rng, arg: _pem_single_line(private_key_pem(arg or "rsa")),
+    "pem_head": lambda rng, arg: _pem_head(arg),
+    "pem_head_escaped": lambda rng, arg: _pem_head(arg).replace("\n", "\\n"),
 }
 
 

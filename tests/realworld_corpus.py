@@ -246,7 +246,7 @@ _KIND = {
     "github-app-installation-jwt-token": "github", "huggingface-token": "huggingface",
     "huggingface-org-token": "huggingface", "openai-api-key": "openai", "anthropic-api-key": "anthropic",
     "anthropic-admin-key": "anthropic", "aws-access-key-id": "aws", "aws-secret-access-key": "aws",
-    "jwt": "jwt", "jwe": "jwt", "private-key": "private-key",
+    "jwt": "jwt", "jwe": "jwt", "private-key": "private-key", "private-key-truncated": "private-key",
 }
 
 
@@ -519,6 +519,14 @@ def positives() -> list[Case]:
         + "\n".join("+" + line for line in key.splitlines()), E("private-key", key))
     key = pem("ed25519-openssh")
     add("pem-go-raw-string", "pem", f"const deployKey = `{key}\n`", E("private-key", key))
+    key = pem("rsa-pkcs1")
+    head = "\n".join(key.splitlines()[:20])
+    add("pem-head-truncated", "pem", f"$ head -20 ~/.ssh/id_rsa\n{head}\n$ ", E("private-key-truncated", head))
+    head = "\n".join(pem("rsa-pkcs8").splitlines()[:12])
+    add("pem-agent-truncated-escaped", "pem",
+        json.dumps({"stdout": head + "\n... [output truncated: 16 more lines]"}), E("private-key-truncated", head, "unverified"))
+    head = "\n".join(pem("ed25519-openssh").splitlines()[:5])
+    add("pem-openssh-head", "pem", f"$ head -5 ~/.ssh/id_ed25519\n{head}\n$ ", E("private-key-truncated", head))
     g = ghp("unicode-escape")
     add("unicode-escaped-neighbour", "wrapping", '{"html": "\\u003ccode\\u003e' + g + '\\u003c/code\\u003e"}', G(g))
     return cases
@@ -600,6 +608,8 @@ def negatives() -> list[Case]:
         'HEADER = b"-----BEGIN EC PRIVATE KEY-----\\n"')
     add("pem-structure-prompt", "docs",
         "A PEM key looks like this:\n\n-----BEGIN RSA PRIVATE KEY-----\n<base64-encoded key material>\n-----END RSA PRIVATE KEY-----\n")
+    add("pem-begin-then-prose", "docs",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + b64("pem-prose", 48) + "\nThe rest of the key was not printed.\n")
     add("pem-ellipsis", "docs", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ...\n-----END OPENSSH PRIVATE KEY-----")
     add("token-regexes", "code",
         'PATTERNS = {\n    "github": re.compile(r"ghp_[A-Za-z0-9]{36}"),\n    "aws": re.compile(r"AKIA[0-9A-Z]{16}"),\n'

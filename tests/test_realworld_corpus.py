@@ -20,6 +20,7 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "docs-your-token": [("aws-access-key-id", "redacted"), ("huggingface-token", "redacted")],
     "aws-doc-example": [("aws-access-key-id", "example"), ("aws-secret-access-key", "example")],
     "pem-structure-prompt": [("private-key", "redacted")],
+    "pem-begin-then-prose": [("private-key-truncated", "invalid")],
     "pem-ellipsis": [("private-key", "redacted")],
     "fake-fixtures": [("jwt", "invalid")],
     "jwt-truncated-logs": [("jwt", "example")],

@@ -65,6 +65,7 @@ class _Block:
     headers: dict[str, str]
     lines: tuple[_Line, ...]  # body lines (headers and decoration removed), in order
     one_line: bool
+    unterminated: bool = False  # no END line: the text stops inside the key (output cut)
 
 
 def check_private_key(candidate: Candidate, _context: object) -> Verification | None:
@@ -72,6 +73,13 @@ def check_private_key(candidate: Candidate, _context: object) -> Verification | 
     block = _parse_block(candidate.secret)
     if block is None:
         return Verification(Verdict.INVALID, "no complete BEGIN/END PRIVATE KEY block")
+    outcome = _check_block(block)
+    if block.unterminated:
+        return Verification(outcome.verdict, f"no END line, the text stops inside the key: {outcome.detail}")
+    return outcome
+
+
+def _check_block(block: _Block) -> Verification:
     what = _label_name(block.label)
     elided = _elided(block)
     if elided:
@@ -107,12 +115,13 @@ def _parse_block(secret: str) -> _Block | None:
     if begin is None:
         return None
     end = _END.search(secret, begin.end())
-    if end is None:
-        return None
+    # Without an END line (output cut by ``head`` or a truncating tool), the body runs to the end
+    # of the match; what it holds is judged like any truncated key.
+    stop = end.start() if end is not None else len(secret)
     label = (begin.group(1) or "").strip()
     if begin.group(2):
         label = label or "PGP"
-    inner = secret[begin.end() : end.start()][:MAX_BODY_CHARS]
+    inner = secret[begin.end() : stop][:MAX_BODY_CHARS]
     # Line breaks in any form: escaped once or several times (JSON in JSON), CRLF, real ones.
     one_line = "\n" not in inner and not _ESCAPE.search(inner)
     headers: dict[str, str] = {}
@@ -137,7 +146,7 @@ def _parse_block(secret: str) -> _Block | None:
             lines.extend(_Line(i, t) for i, t in enumerate(tokens, start=len(lines) + 1))
         elif tokens:
             lines.append(_Line(number, "".join(tokens), raw))
-    return _Block(label, headers, tuple(lines), one_line)
+    return _Block(label, headers, tuple(lines), one_line, unterminated=end is None)
 
 
 def _where(block: _Block, line: _Line) -> str:
@@ -495,9 +504,14 @@ def _check_openssh(data: bytes) -> Verification:
         offset += 4
         for _ in range(min(count, 16)):
             _, offset = _ssh_string(data, offset)  # public keys
+        private_at = offset
         _, offset = _ssh_string(data, offset)  # private section
     except (IndexError, struct.error):
-        return Verification(Verdict.INVALID, f"OpenSSH private key: truncated ({len(data)} bytes, a field runs past the end), not a key")
+        cut = f"OpenSSH private key: truncated ({len(data)} bytes, a field runs past the end)"
+        exposure = _openssh_exposure(data, locals().get("private_at"), locals().get("cipher"))
+        if exposure is not None:
+            return Verification(exposure[0], f"{cut}; {exposure[1]}")
+        return Verification(Verdict.INVALID, f"{cut}, not a key")
     cipher_name = _safe(cipher.decode("ascii", "replace"))
     if cipher_name != "none":
         kdf_name = _safe(kdf.decode("ascii", "replace"))
@@ -514,6 +528,43 @@ def _check_openssh(data: bytes) -> Verification:
     except (ValueError, UnsupportedAlgorithm, OverflowError):
         return Verification(Verdict.INVALID, "OpenSSH private key: header parses but the key material does not, not a key")
     return Verification(Verdict.VALID, f"{_describe(key)} private key (OpenSSH), parses")
+
+
+def _openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) -> tuple[Verdict, str] | None:
+    """What a truncated, unencrypted OpenSSH key still exposes (the private section is cut).
+
+    The private section holds two equal check words, the key type, then the key: for Ed25519 the
+    public key and the 32-byte seed; for RSA n, e and d first. A seed that derives the stated public
+    key, or a d that inverts e modulo n, cannot be invented: the key is exposed.
+    """
+    if private_at is None or cipher != b"none":
+        return None
+    try:
+        offset = private_at + 4
+        check1, check2 = struct.unpack(">II", data[offset : offset + 8])
+        if check1 != check2:
+            return None
+        key_type, offset = _ssh_string(data, offset + 8)
+        if key_type == b"ssh-ed25519":
+            public, offset = _ssh_string(data, offset)
+            seed = data[offset + 4 : offset + 36]
+            if len(public) != 32 or len(seed) != 32:
+                return None
+            derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
+            if derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public:
+                return Verdict.VALID, "yet its Ed25519 seed is complete and matches its public key: the key is exposed"
+            return None
+        if key_type == b"ssh-rsa":
+            numbers: list[int] = []
+            for _ in range(3):  # n, e, d
+                value, offset = _ssh_string(data, offset)
+                numbers.append(int.from_bytes(value, "big"))
+            n, e, d = numbers
+            if _looks_like_rsa_modulus(n) and 1 < d < n and pow(pow(2, e, n), d, n) == 2:
+                return Verdict.VALID, f"yet its RSA {n.bit_length()}-bit modulus and private exponent are complete and match: the key is exposed"
+    except (IndexError, struct.error, ValueError):
+        return None
+    return None
 
 
 # ---- PGP ----------------------------------------------------------------------------------------
