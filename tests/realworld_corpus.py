@@ -663,13 +663,74 @@ def negatives() -> list[Case]:
         "Set-Cookie: session=eyJ1c2VyX2lkIjo0Mn0.ZxYzAb.c2lnbmF0dXJlLXZhbHVlLWhlcmU; HttpOnly")
     add("aws-secret-next-to-sha", "aws",
         f"aws_access_key_id = AKIAIOSFODNN7EXAMPLE\ncommit {hexs('aws-sha', 40)}\nversion_id: {hexs('aws-ver', 40)}")
+    add("rfc7519-example-jwt", "docs",
+        "From RFC 7519, section 3.1:\n  eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFt"
+        "cGxlLmNvbS9pc19yb290Ijp0cnVlfQ.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
+    add("uppercase-words-after-asia", "prose", "REGIONS = ['ASIANDEVELOPMENTBANK', 'EUROPE']")
+    add("key-prefix-constants", "code", "KEY_PREFIXES = ['AKIA', 'ASIA']\nsample = 'AKIAABCDEFGHIJKLMNOP'")
+    add("hf-org-in-url-path", "ids", "https://huggingface.co/hf_internal_testing/tiny-random-bert/resolve/main/config.json")
+    add("openssl-rand-output", "blobs", f"$ openssl rand -base64 30\n{b64('rand', 40)}\n$ python -c 'import secrets; print(secrets.token_hex(20))'\n{hexs('tok', 40)}")
+    add("graphql-cursor", "ids", '{"pageInfo": {"endCursor": "eyJpZCI6MTIzLCJ0cyI6MTcwMDAwMDAwMH0=", "hasNextPage": true}}')
     add("ghs-installation-token-placeholder", "docs", "The token looks like ghs_16C7e42F292c6912E7710c838347Ae178B4a in the docs")
     return cases
 
 
+def long_traces() -> list[Case]:
+    """Whole agent sessions: long tool outputs with the credentials somewhere in the middle."""
+    h, g, o, a = hf("long"), ghp("long"), oai("long"), ant("long")
+    kid, sec = akid("long"), aws_secret("long")
+    t = jwt("long", alg="RS256")
+    key = pem("ec-sec1")
+    rng = _rng("pip-log")
+    pip = "\n".join(
+        f"  Downloading {rng.choice(['torch', 'numpy', 'pyarrow', 'transformers'])}-{rng.randint(1, 9)}.{rng.randint(0, 30)}.0-cp312-"
+        f"cp312-manylinux_2_17_x86_64.whl ({rng.randint(1, 900)}.{rng.randint(0, 9)} MB)\n     "
+        f"━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ {rng.randint(1, 900)}.{rng.randint(0, 9)}/{rng.randint(1, 900)} MB "
+        f"sha256={hexs(f'pip{i}', 64)}"
+        for i in range(300)
+    )
+    session = "\n".join([
+        "USER: Set up the training job and push the results.",
+        "ASSISTANT: I'll inspect the environment first.",
+        "TOOL[bash]: $ cat .env\n" + f"OPENAI_API_KEY={o}\nANTHROPIC_API_KEY={a}\n",
+        "TOOL[bash]: $ pip install -r requirements.txt\n" + pip,
+        f"TOOL[bash]: $ huggingface-cli login --token {h}\nToken is valid (permission: write).",
+        f"TOOL[bash]: $ cat ~/.aws/credentials\n[default]\naws_access_key_id={kid}\naws_secret_access_key={sec}\n",
+        f"TOOL[bash]: $ git remote set-url origin https://{g}@github.com/org/train.git",
+        f'TOOL[bash]: $ curl -H "Authorization: Bearer {t}" https://internal/api/jobs\n{{"jobs": []}}',
+        f"TOOL[bash]: $ cat certs/signing.key\n{key}",
+        "ASSISTANT: Done. The job is running.",
+    ])
+    return [Case("long-agent-session", "long", session, (
+        E("openai-api-key", o), E("anthropic-api-key", a), E("huggingface-token", h), E("aws-access-key-id", kid),
+        E("aws-secret-access-key", sec), G(g), E("jwt", t), E("private-key", key),
+    ))]
+
+
+def gaps() -> list[Case]:
+    """Known gaps: credentials the scanner does not (yet) report as labelled. Reported, not counted.
+
+    They need a decoding stage (base64 inside a k8s Secret or a Basic auth header) or are cut
+    apart by the text itself (terminal line wrapping, string concatenation in code).
+    """
+    g, h = ghp("gap-basic"), hf("gap-k8s")
+    key = pem("rsa-pkcs8")
+    lines = key.splitlines()
+    js = "const privateKey =\n" + " +\n".join(f'  "{line}\\n"' for line in lines) + ";"
+    wrapped = f"GITHUB_TOKEN={ghp('gap-wrap')}"
+    return [
+        Case("gap-basic-auth-base64", "gap",
+             f"Authorization: Basic {base64.b64encode(f'x-access-token:{g}'.encode()).decode()}", (G(g),)),
+        Case("gap-k8s-secret-data-base64", "gap",
+             f"kind: Secret\ndata:\n  HF_TOKEN: {base64.b64encode(h.encode()).decode()}\n", (E("huggingface-token", h),)),
+        Case("gap-pem-in-js-string-concatenation", "gap", js, (E("private-key", key),)),
+        Case("gap-terminal-wrapped-token", "gap", wrapped[:30] + "\n" + wrapped[30:], (G(wrapped.split("=", 1)[1]),)),
+    ]
+
+
 def corpus() -> list[Case]:
-    """Every case: positives first, then hard negatives."""
-    return positives() + negatives()
+    """Every case: positives first (long sessions last among them), then hard negatives."""
+    return positives() + long_traces() + negatives()
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -796,7 +857,7 @@ def figures(results: list[CaseResult]) -> Figures:
     )
 
 
-def render(results: list[CaseResult]) -> str:
+def render(results: list[CaseResult], gap_results: list[CaseResult] = ()) -> str:
     """The Markdown report (docs/precision.md). Holds rule ids and verdicts only, never a value."""
     fig = figures(results)
     lines = [
@@ -870,6 +931,18 @@ def render(results: list[CaseResult]) -> str:
         for rule, verdict in r.extra:
             problems.append(f"- `{r.case.name}`: unlabelled {rule} → {verdict}")
     lines += problems or ["None."]
+    if gap_results:
+        lines += ["", "## Known gaps (not counted above)", "",
+                  "Credentials the scanner does not report as labelled today: they need a decoding stage or",
+                  "are cut apart by the text itself. Listed so that progress (or a regression) shows here.", "",
+                  "| case | labelled | outcome |", "|---|---|---|"]
+        for r in gap_results:
+            labels = ", ".join(e.rule_id for e in r.case.expect)
+            outcome = "found" if r.exact and not r.extra else (
+                "; ".join([f"{e.rule_id} missed" for e in r.missed] + [f"{e.rule_id} as {o}" for e, o in r.wrong_rule]
+                          + [f"{e.rule_id} verdict {v}" for e, v in r.wrong_verdict]
+                          + [f"unlabelled {rule} → {v}" for rule, v in r.extra]))
+            lines.append(f"| `{r.case.name}` | {labels} | {outcome} |")
     lines += ["", "## Cases", "", "| case | category | labelled |", "|---|---|---|"]
     for r in results:
         labels = ", ".join(sorted(Counter(e.rule_id for e in r.case.expect).elements())) or "hard negative"
@@ -882,7 +955,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", type=Path, help="write the Markdown report here")
     args = parser.parse_args(argv)
-    text = render(run())
+    text = render(run(), run(cases=gaps()))
     if args.report:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(text, encoding="utf-8")
