@@ -165,8 +165,9 @@ class Scanner:
             nbytes += _byte_count(values)
             selected = np.flatnonzero(self.prefilter.mask(values))
             t = timer.add("prefilter", t)
+            text_of = _dictionary_texts(values) if pa.types.is_dictionary(values.type) else None
             for index in selected:
-                text = _as_text(values[int(index)].as_py())
+                text = text_of(int(index)) if text_of else _as_text(values[int(index)].as_py())
                 row = int(leaf.rows[index])
                 row = row if row == METADATA_ROW else batch.row_offset + row
                 location = CellLocation(shard, row, leaf.column_path(int(index)), leaf.role(int(index)))
@@ -315,6 +316,20 @@ def _windows(text: str, size: int, overlap: int) -> Iterable[tuple[int, str]]:
         yield offset, text[offset : offset + size]
         if offset + size >= len(text):
             break
+
+
+def _dictionary_texts(values: pa.DictionaryArray):
+    """Text of a dictionary array's cell by position, decoding each dictionary value at most once."""
+    indices = values.indices.to_numpy(zero_copy_only=False)
+    decoded: dict[int, str] = {}
+
+    def text_of(position: int) -> str:
+        key = int(indices[position])
+        if key not in decoded:
+            decoded[key] = _as_text(values.dictionary[key].as_py())
+        return decoded[key]
+
+    return text_of
 
 
 def _as_text(value: object) -> str:

@@ -103,7 +103,9 @@ class FooterCache:
 
     def get(self, shard: ShardRef) -> pq.ParquetFile:
         """The opened shard (raises ShardReadError when it cannot be opened)."""
-        parquet = self._open.pop(shard.path, None) or open_parquet(shard)
+        parquet = self._open.pop(shard.path, None)
+        if parquet is None:
+            parquet = open_parquet(shard)
         self._open[shard.path] = parquet
         while len(self._open) > self.size:
             self._open.pop(next(iter(self._open)))

@@ -170,3 +170,17 @@ def test_scanner_options_survive_the_trip_to_workers(tmp_path, ruleset):
     assert clone.options.now == FIXED_NOW
     assert clone.gate == scanner.gate
     assert [r.id for r in clone.rules] == [r.id for r in scanner.rules]
+
+
+def test_dictionary_column_values_are_decoded_once_and_every_row_reported(tmp_path, ruleset, options):
+    token = expand("{{hf}}", seed="exec-dict")
+    prompts = pa.array([f"HF_TOKEN={token}" if i % 3 == 0 else "You are a helpful agent." for i in range(30)])
+    table = pa.table({"system": prompts.dictionary_encode(), "task": pa.array([f"t{i}" for i in range(30)])})
+    path = tmp_path / "dict.parquet"
+    pq.write_table(table, path, row_group_size=10)
+    assert pa.types.is_dictionary(pq.ParquetFile(path).schema_arrow.field("system").type)
+    report = scan([str(path)], ruleset=ruleset, options=options, jobs=2)
+    assert [(f.location.row, f.location.column, f.rule_id) for f in report.findings] == [
+        (row, "system", "huggingface-token") for row in range(0, 30, 3)
+    ]
+    assert report.stats.candidate_cells == 10
