@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -178,13 +179,21 @@ def _run_in_worker(item: WorkItem) -> ItemResult:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    # forkserver: workers start from a clean, single-threaded server rather than a copy of a parent
-    # that may already run pyarrow's thread pools; the scanning modules are preloaded once there.
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["shardscan.executor"])
-        return ctx
-    return multiprocessing.get_context("spawn")
+    """How worker processes start: ``fork`` on Linux, else ``forkserver``/``spawn``.
+
+    fork starts a worker in milliseconds with every module already imported (forkserver and spawn
+    re-import pyarrow, about a second per scan, which dominates hook- and gate-sized scans). Before
+    the pool starts, the parent has only read footers and compiled patterns; pyarrow resets its
+    thread pools in a forked child. ``SHARDSCAN_START_METHOD`` overrides the choice (an escape
+    hatch for platforms where fork misbehaves).
+    """
+    methods = multiprocessing.get_all_start_methods()
+    method = os.environ.get("SHARDSCAN_START_METHOD", "")
+    if method not in methods:
+        method = "fork" if sys.platform == "linux" and "fork" in methods else (
+            "forkserver" if "forkserver" in methods else "spawn"
+        )
+    return multiprocessing.get_context(method)
 
 
 def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterator[ItemResult]:
