@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +13,7 @@ from shardscan import executor
 from shardscan.allowlist import Allowlist
 from shardscan.cache import ResultCache, partition
 from shardscan.engine import ScanOptions, Scanner
+from shardscan.errors import ConfigError
 from shardscan.model import ScanIssue, ShardResult
 from shardscan.policy import Policy
 from shardscan.reader import ShardRef, discover
@@ -21,6 +22,7 @@ from shardscan.report import Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
 ProgressCallback = Callable[[ShardResult], None]
+ENGINES: tuple[str, ...] = ("local", "ray")
 
 
 def scan(
@@ -35,39 +37,57 @@ def scan(
     cache: str | Path | ResultCache | None = None,
     only: Callable[[ShardRef], bool] | None = None,
     jobs: int | None = 1,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> Report:
-    """Scan files, folders and globs of shards and return the reconciled report.
+    """Scan files, folders, globs and filesystem URLs of shards and return the reconciled report.
 
-    Findings an ``allowlist`` entry accepts are ``allowlisted`` and never block; the report's
-    allowlist section says which entries matched, which are stale and which expired (as of
-    ``options.now``). Never raises for bad data or findings: unreadable shards and missing paths
-    are issues in the report (``report.exit_code`` 3), findings are in ``report.findings`` and
-    ``report.blocking``. Configuration errors (bad rule files) raise ConfigError.
+    ``engine`` is ``"local"`` (this process) or ``"ray"`` (Ray tasks, one per Parquet row group or
+    streamed shard, on the cluster at ``ray_address`` or a local Ray). Findings an ``allowlist``
+    entry accepts are ``allowlisted`` and never block; the report's allowlist section says which
+    entries matched, which are stale and which expired (as of ``options.now``). Never raises for
+    bad data or findings: unreadable shards and paths or URLs that yield nothing are issues in the
+    report (``report.exit_code`` 3), findings are in ``report.findings`` and ``report.blocking``.
+    Configuration errors (bad rule files, an engine that is not installed) raise ConfigError.
 
     ``cache`` is a cache folder (or an open ResultCache): shards whose bytes, rules, options and
-    shardscan version are unchanged are replayed from it instead of read (see shardscan.cache).
-    The allowlist and policy are applied after the cache, so changing them needs no re-reading.
-    ``only`` keeps the discovered shards it returns True for (e.g. those changed since a commit).
-    ``jobs`` worker processes scan (shard, row group) work items (``None``: all cores); the
-    report is identical for any number of jobs.
+    shardscan version are unchanged are replayed from it instead of read (see shardscan.cache;
+    only local files are cached). The allowlist and policy are applied after the cache, so
+    changing them needs no re-reading. ``only`` keeps the discovered shards it returns True for
+    (e.g. those changed since a commit). ``jobs`` worker processes scan (shard, row group) work
+    items locally (``None``: all cores); the report is identical for any number of jobs.
     """
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    if engine == "ray":
+        from shardscan.engines.ray_engine import require_ray
+
+        require_ray()
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
     options = options or ScanOptions()
     started = time.perf_counter()
-    shards, missing = discover(list(paths))
+    shards, unresolved = discover(list(paths))
     if only is not None:
         shards = [s for s in shards if only(s)]
-    extra = tuple(ScanIssue(p, "unreadable", "no such file, folder or glob match") for p in missing)
+    extra = tuple(ScanIssue(p.path, "unreadable", p.reason) for p in unresolved)
     if on_start:
         on_start(len(shards))
     scanner = Scanner(ruleset, options)
+
+    def run(todo: list[ShardRef], scanner: Scanner, on_shard: ProgressCallback | None = None) -> list[ShardResult]:
+        if engine == "ray":
+            from shardscan.engines.ray_engine import scan_shards_ray
+
+            return scan_shards_ray(todo, scanner, address=ray_address, on_shard=on_shard)
+        return scan_shards(todo, scanner, on_shard, jobs)
+
     # Revealed plaintext never goes into the cache, so a revealing scan reads everything afresh.
     if cache is None or options.reveal_secrets:
-        results = scan_shards(shards, scanner, on_shard, jobs)
+        results = run(shards, scanner, on_shard)
     else:
         store = cache if isinstance(cache, ResultCache) else ResultCache.open(Path(cache), ruleset, options)
-        results = _scan_with_cache(shards, scanner, store, on_shard, jobs)
+        results = _scan_with_cache(shards, scanner, store, on_shard, run)
     return _finish(results, ruleset, policy, options, started, extra, allowlist)
 
 
@@ -76,14 +96,14 @@ def _scan_with_cache(
     scanner: Scanner,
     cache: ResultCache,
     on_shard: ProgressCallback | None,
-    jobs: int | None = 1,
+    run: Callable[[list[ShardRef], Scanner, ProgressCallback | None], list[ShardResult]] | None = None,
 ) -> list[ShardResult]:
-    """Replay unchanged shards from the cache, scan the rest, store their complete results."""
+    """Replay unchanged shards from the cache, scan the rest (with ``run``), store their complete results."""
     replayed, todo = partition(cache, shards)
     for result in replayed:
         if on_shard:
             on_shard(result)
-    fresh = scan_shards([shard for shard, _ in todo], scanner, on_shard, jobs)
+    fresh = (run or scan_shards)([shard for shard, _ in todo], scanner, on_shard)
     for (shard, content), result in zip(todo, fresh, strict=True):
         if content is not None:
             cache.store(shard, content, result)
@@ -99,7 +119,7 @@ def scan_shards(
 
 
 def scan_table(
-    table: pa.Table,
+    table: object,
     name: str = "<table>",
     *,
     ruleset: Ruleset | None = None,
@@ -107,12 +127,61 @@ def scan_table(
     options: ScanOptions | None = None,
     allowlist: Allowlist | None = None,
 ) -> Report:
-    """Scan an in-memory pyarrow Table (e.g. right before uploading it) as one shard named ``name``."""
+    """Scan in-memory data (e.g. right before ``push_to_hub``) as one shard named ``name``.
+
+    ``table`` is a ``pyarrow.Table`` or ``RecordBatch``, a Hugging Face ``datasets.Dataset``
+    (read zero-copy through its Arrow table), anything with a ``to_arrow()`` method (Polars), or a
+    mapping of names to those (a ``DatasetDict``: each split is a shard named ``name/split``).
+    Rows are numbered from 0 in the order the object presents them.
+    """
     ruleset = ruleset or load_ruleset()
     options = options or ScanOptions()
     started = time.perf_counter()
-    result = Scanner(ruleset, options).scan_table(table, name)
-    return _finish([result], ruleset, policy or Policy(), options, started, (), allowlist)
+    scanner = Scanner(ruleset, options)
+    results = [scanner.scan_table(tbl, shard) for shard, tbl in as_tables(table, name)]
+    return _finish(results, ruleset, policy or Policy(), options, started, (), allowlist)
+
+
+def as_tables(data: object, name: str) -> list[tuple[str, pa.Table]]:
+    """Turn in-memory data into named pyarrow Tables; raise TypeError naming what is not supported."""
+    if isinstance(data, pa.Table):
+        return [(name, data)]
+    if isinstance(data, pa.RecordBatch):
+        return [(name, pa.Table.from_batches([data]))]
+    if isinstance(data, Mapping):
+        return [(f"{name}/{key}", tbl) for key, value in data.items() for _, tbl in as_tables(value, str(key))]
+    table = _dataset_table(data)
+    if table is not None:
+        return [(name, table)]
+    to_arrow = getattr(data, "to_arrow", None)
+    if callable(to_arrow):
+        table = to_arrow()
+        if isinstance(table, pa.Table):
+            return [(name, table)]
+    raise TypeError(
+        f"scan_table: cannot read a {type(data).__module__}.{type(data).__qualname__}; "
+        "pass a pyarrow.Table, a datasets.Dataset or DatasetDict, or an object with to_arrow()"
+    )
+
+
+def _dataset_table(data: object) -> pa.Table | None:
+    """The rows of a Hugging Face ``datasets.Dataset``, duck-typed (no import of ``datasets``).
+
+    Its ``.data.table`` is the backing Arrow table (memory-mapped, zero-copy). After ``select``,
+    ``shuffle`` or ``filter`` the dataset is a view through an indices mapping over that table;
+    then the rows are taken in the view's order through ``with_format("arrow")``.
+    """
+    backing = getattr(getattr(data, "data", None), "table", None)
+    if not isinstance(backing, pa.Table):
+        return None
+    if getattr(data, "_indices", None) is None:
+        return backing
+    with_format = getattr(data, "with_format", None)
+    if callable(with_format):
+        view = with_format("arrow")[:]
+        if isinstance(view, pa.Table):
+            return view
+    raise TypeError("scan_table: this Dataset is a view with an indices mapping; call .flatten_indices() first")
 
 
 def _finish(

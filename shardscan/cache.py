@@ -173,6 +173,8 @@ class ResultCache:
 
     def content_hash(self, shard: ShardRef) -> str | None:
         """SHA-256 of the shard's bytes (None for anything that is not a local regular file)."""
+        if shard.filesystem is not None:
+            return None  # a remote object: its path is not a local path, and hashing it would download it
         stat = self._stat(shard.path)
         if stat is None:
             return None

@@ -87,6 +87,11 @@ NoAllowlistOpt = Annotated[bool, typer.Option("--no-allowlist", help="Ignore any
 FailOnStaleOpt = Annotated[
     bool, typer.Option("--fail-on-stale", help="Stale or expired allowlist entries fail the gate (exit 1).")
 ]
+EngineOpt = Annotated[str, typer.Option("--engine", help="Where work items run: local (this process) or ray (Ray tasks; needs the shardscan\\[ray] extra).")]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option("--ray-address", help="Ray cluster to use with --engine ray (auto, ray://HOST:10001, HOST:6379); default: a local Ray."),
+]
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
@@ -229,12 +234,30 @@ def _run_scan(
     cache: Path | None = None,
     only=None,
     jobs: int = 1,
+    **engine: str | None,
+) -> Report:
+    try:
+        return _scan_with_progress(paths, ruleset, policy, options, allowlist, cache, only, jobs, **engine)
+    except ConfigError as err:  # e.g. --engine ray without Ray installed
+        raise _fail(str(err)) from None
+
+
+def _scan_with_progress(
+    paths: list[str],
+    ruleset: Ruleset,
+    policy: Policy,
+    options: ScanOptions,
+    allowlist=None,
+    cache: Path | None = None,
+    only=None,
+    jobs: int = 1,
+    **engine: str | None,
 ) -> Report:
     from functools import partial
 
     from shardscan.api import scan as api_scan
 
-    scan = partial(api_scan, cache=cache, only=only, jobs=jobs)
+    scan = partial(api_scan, cache=cache, only=only, jobs=jobs, **engine)
     if not sys.stderr.isatty():
         return scan(paths, ruleset=ruleset, policy=policy, options=options, allowlist=allowlist)
     from rich.console import Console
@@ -262,7 +285,10 @@ def _run_scan(
 
 @app.command()
 def scan(
-    paths: Annotated[list[str], typer.Argument(help="Shard files, folders (recursive) or globs.")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="Shard files, folders (recursive), globs or URLs (s3://, gs://, hf://, any fsspec protocol)."),
+    ],
     fmt: FormatOpt = [],  # noqa: B006 (typer needs a literal default)
     output: OutputOpt = None,
     rules: RulesOpt = [],  # noqa: B006
@@ -291,8 +317,13 @@ def scan(
         bool,
         typer.Option("--show-secrets", help="Print secrets in plain text for local manual review (refused when CI is set)."),
     ] = False,
+    engine: EngineOpt = "local",
+    ray_address: RayAddressOpt = None,
 ) -> None:
-    """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan)."""
+    """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan).
+
+    Reads Parquet, JSON Lines (.jsonl, .jsonl.gz, .jsonl.zst) and Arrow IPC (.arrow, .feather).
+    """
     outputs = _outputs(fmt, output)
     if show_secrets:
         if os.environ.get("CI"):
@@ -313,7 +344,12 @@ def scan(
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
     only = _changed_filter(changed_since)
-    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only, jobs)
+    if ray_address is not None and engine != "ray":
+        raise _fail("--ray-address needs --engine ray")
+    report = _run_scan(
+        paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only, jobs,
+        engine=engine, ray_address=ray_address,
+    )
     _emit(report, outputs, quiet)
     if stats:
         from shardscan.stats import format_stats

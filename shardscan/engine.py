@@ -16,12 +16,13 @@ import pyarrow.parquet as pq
 from shardscan import decoders
 from shardscan.decoders import DecodeLimits
 from shardscan.detect import RegexTimeout, detect
-from shardscan.errors import describe_exception
+from shardscan.errors import ShardReadError, describe_exception
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
 from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, batch_from_table
-from shardscan.reader.parquet import metadata_leaves, read_row_group, row_group_offsets
+from shardscan.reader.formats import open_shard
+from shardscan.reader.parquet import metadata_leaves, read_row_group, row_group_offsets, schema_metadata_leaves
 from shardscan.redaction import context_snippet, fingerprint, preview
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
@@ -108,7 +109,7 @@ class Scanner:
     # ---- whole shards -------------------------------------------------------------------
 
     def scan_shard(self, shard: ShardRef) -> ShardResult:
-        """Scan every row group and the file metadata of one Parquet shard, in this process.
+        """Scan one shard of any input format (row groups and file metadata, or a whole stream), in this process.
 
         Never raises for bad data: unreadable parts become issues, and the findings of readable
         row groups are kept. (The same work items as a parallel scan; see ``shardscan.executor``.)
@@ -137,12 +138,66 @@ class Scanner:
         timer.add("read", t)
         return self.scan_batch(batch, shard.display, timer)
 
-    def scan_table(self, table: pa.Table, shard: str = "<table>") -> ShardResult:
-        """Scan an in-memory table as if it were one shard with one row group."""
+    def scan_stream(self, shard: ShardRef, timer: _Timer | None = None) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
+        """Read and scan a shard that is one sequential stream (JSON Lines, Arrow IPC): metadata, then every batch.
+
+        Raises ShardReadError when the shard cannot be opened; a batch or line that cannot be read
+        is an issue, and the findings of everything read before it are kept.
+        """
+        timer = timer or _Timer()
+        t = time.perf_counter()
+        reader = open_shard(shard)
+        timer.add("read", t)
+        findings: list[Finding] = []
+        issues: list[ScanIssue] = []
+        stats = ScanStats()
+        meta = reader.metadata_leaves()
+        if meta:
+            batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta)
+            f, i, st = self.scan_batch(batch, shard.display, timer)
+            findings += f
+            issues += i
+            stats += replace(st, row_groups=0)
+        batches = iter(reader.batches())
+        while True:
+            t = time.perf_counter()
+            item = next(batches, None)
+            timer.add("read", t)
+            if item is None:
+                break
+            if isinstance(item, ShardReadError):
+                issues.append(ScanIssue(shard.display, "unreadable", item.reason, row_group=item.row_group, row=item.row))
+                continue
+            f, i, st = self.scan_batch(item, shard.display, timer)
+            findings += f
+            issues += i
+            stats += st
+        return findings, issues, stats
+
+    def scan_table(self, table: pa.Table, shard: str = "<table>", rows_per_batch: int = 16384) -> ShardResult:
+        """Scan an in-memory table as one shard: schema metadata, then slices of ``rows_per_batch`` rows.
+
+        Slicing bounds the memory of flattening a large table; rows are numbered from the table's start.
+        """
         started = time.perf_counter()
         timer = _Timer()
-        findings, issues, stats = self.scan_batch(batch_from_table(table), shard, timer)
-        stats = replace(stats, shards=1, seconds=time.perf_counter() - started)
+        findings: list[Finding] = []
+        issues: list[ScanIssue] = []
+        stats = ScanStats(shards=1)
+        batches = []
+        meta = schema_metadata_leaves(table.schema)
+        if meta:
+            batches.append(RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta))
+        for index, start in enumerate(range(0, table.num_rows, max(1, rows_per_batch))):
+            batches.append(batch_from_table(table.slice(start, rows_per_batch), index, start))
+        if not batches:
+            batches.append(batch_from_table(table))
+        for batch in batches:
+            f, i, s = self.scan_batch(batch, shard, timer)
+            findings += f
+            issues += i
+            stats += s
+        stats = replace(stats, seconds=time.perf_counter() - started)
         return ShardResult(shard, stats, tuple(sorted(findings, key=Finding.sort_key)), tuple(issues))
 
     # ---- one row group ------------------------------------------------------------------
@@ -347,3 +402,4 @@ def _byte_count(values: pa.Array) -> int:
         return int(lengths[indices[valid].astype(np.int64)].sum())
     total = pc.sum(pc.binary_length(values)).as_py()
     return int(total or 0)
+

@@ -19,11 +19,13 @@ class ConfigError(ShardscanError):
 class ShardReadError(ShardscanError):
     """A shard (or part of it) could not be read. Names the shard and row group, never the data."""
 
-    def __init__(self, shard: str, reason: str, row_group: int | None = None) -> None:
+    def __init__(self, shard: str, reason: str, row_group: int | None = None, row: int | None = None) -> None:
         self.shard = shard
         self.reason = reason
         self.row_group = row_group
+        self.row = row
         where = shard if row_group is None else f"{shard} (row group {row_group})"
+        where = where if row is None else f"{shard} (row {row})"
         super().__init__(f"{where}: {reason}")
 
 

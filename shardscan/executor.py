@@ -1,7 +1,8 @@
 """Run a scan as independent (shard, row group) work items, in this process or in worker processes.
 
 The unit of work is a :class:`WorkItem`: a shard reference and a row-group index (``FOOTER`` for the
-file's key/value metadata). :func:`plan_shard` reads a shard's footer and lists its items;
+file's key/value metadata, ``STREAM`` for a whole shard of a format that can only be read in order:
+JSON Lines, Arrow IPC). :func:`plan_shard` reads a Parquet shard's footer and lists its items;
 :func:`scan_item` is a plain top-level function that scans one item with a :class:`Scanner`;
 :func:`assemble` turns one shard's item results back into the :class:`ShardResult` a sequential
 scan gives. Another engine (for example a cluster scheduler) only has to ship the Scanner once per
@@ -35,11 +36,13 @@ from shardscan.reader.parquet import metadata_leaves, open_parquet
 log = logging.getLogger(__name__)
 
 FOOTER = -1  # row-group index of the work item that scans the file's key/value metadata
+STREAM = -2  # row-group index of the work item that scans a whole sequential shard (JSONL, Arrow IPC)
 
 
 @dataclass(frozen=True, slots=True)
 class WorkItem:
-    """One unit of scanning: a row group of a shard, or (``row_group == FOOTER``) its file metadata."""
+    """One unit of scanning: a row group of a shard, its file metadata (``row_group == FOOTER``), or a
+    whole shard that is read as one stream (``row_group == STREAM``)."""
 
     shard: ShardRef
     row_group: int
@@ -81,6 +84,9 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
     if (reason := lfs_pointer_reason(shard)) is not None:
         return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", reason),
                          seconds=time.perf_counter() - started)
+    if shard.format != "parquet":
+        # Compressed JSON Lines and Arrow IPC streams cannot be split: the whole shard is one item.
+        return ShardPlan(shard, (WorkItem(shard, STREAM),), seconds=time.perf_counter() - started)
     try:
         parquet = open_parquet(shard)
         has_metadata = bool(metadata_leaves(parquet))
@@ -100,14 +106,17 @@ class FooterCache:
 
     def __init__(self, size: int = 2) -> None:
         self.size = size
-        self._open: dict[str, pq.ParquetFile] = {}
+        self._open: dict[str, pq.ParquetFile] = {}  # by display name and path
 
     def get(self, shard: ShardRef) -> pq.ParquetFile:
         """The opened shard (raises ShardReadError when it cannot be opened)."""
-        parquet = self._open.pop(shard.path, None)
+        # Path alone is not unique across filesystems (a bucket key can equal a local path), nor is
+        # the display name across scanned folders; the pair is.
+        key = f"{shard.display}\0{shard.path}"
+        parquet = self._open.pop(key, None)
         if parquet is None:
             parquet = open_parquet(shard)
-        self._open[shard.path] = parquet
+        self._open[key] = parquet
         while len(self._open) > self.size:
             self._open.pop(next(iter(self._open)))
         return parquet
@@ -118,8 +127,12 @@ def scan_item(scanner: Scanner, item: WorkItem, footers: FooterCache | None = No
     started = time.perf_counter()
     timer = _Timer()
     shard = item.shard
-    row_group = None if item.row_group == FOOTER else item.row_group
+    row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
     try:
+        if item.row_group == STREAM:
+            findings, issues, stats = scanner.scan_stream(shard, timer)
+            stats = replace(stats, seconds=time.perf_counter() - started)
+            return ItemResult(item, tuple(findings), tuple(issues), stats, tuple(sorted(timer.totals.items())))
         parquet = (footers or FooterCache()).get(shard)
         timer.add("read", started)
         if item.row_group == FOOTER:
@@ -215,7 +228,7 @@ def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterato
             try:
                 yield future.result()
             except BrokenProcessPool:
-                row_group = None if item.row_group == FOOTER else item.row_group
+                row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
                 reason = "worker process died while scanning (out of memory or a crash in a native library)"
                 yield ItemResult(item, issues=(ScanIssue(item.shard.display, "unreadable", reason, row_group),))
 

@@ -112,8 +112,17 @@ def metadata_leaves(parquet: pq.ParquetFile) -> tuple[LeafCells, ...]:
     Keys are scanned too (a key can itself be a secret); like map keys, a key is used in a column
     path only when it looks like an identifier, otherwise the entry is shown by index, ``#<i>``.
     """
-    raw = parquet.metadata.metadata or {}
-    items = [(k, v) for k, v in raw.items() if k not in _GENERATED_METADATA_KEYS]
+    return key_value_leaves(parquet.metadata.metadata)
+
+
+def schema_metadata_leaves(schema: pa.Schema) -> tuple[LeafCells, ...]:
+    """An Arrow schema's key/value metadata (Arrow IPC files, in-memory tables) as cells, like Parquet's."""
+    return key_value_leaves(schema.metadata)
+
+
+def key_value_leaves(raw: dict[bytes, bytes] | None) -> tuple[LeafCells, ...]:
+    """Key/value metadata as value and key cells (row -1), without pyarrow's own keys."""
+    items = [(k, v) for k, v in (raw or {}).items() if k not in _GENERATED_METADATA_KEYS]
     if not items:
         return ()
     keys = [k.decode("utf-8", "replace") for k, _ in items]
@@ -136,3 +145,24 @@ def iter_row_groups(shard: ShardRef) -> Iterator[RowGroupBatch | ShardReadError]
             yield read_row_group(shard, parquet, index, offset)
         except ShardReadError as err:
             yield err
+
+
+class ParquetReader:
+    """A Parquet shard as a ShardReader: file metadata plus independently readable row groups."""
+
+    def __init__(self, shard: ShardRef) -> None:
+        self.shard = shard
+        self.parquet = open_parquet(shard)
+        self._offsets = row_group_offsets(self.parquet)
+
+    def metadata_leaves(self) -> tuple[LeafCells, ...]:
+        """File key/value metadata as cells (row -1)."""
+        return metadata_leaves(self.parquet)
+
+    def batches(self) -> Iterator[RowGroupBatch | ShardReadError]:
+        """Every row group in order; an unreadable one is yielded as its error."""
+        for index in range(len(self._offsets)):
+            try:
+                yield read_row_group(self.shard, self.parquet, index, self._offsets[index])
+            except ShardReadError as err:
+                yield err

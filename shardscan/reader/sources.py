@@ -1,38 +1,82 @@
-"""Find shards from the paths a user gives: files, folders (recursive) and globs."""
+"""Find shards from the paths a user gives: files, folders (recursive), globs and filesystem URLs."""
 
 from __future__ import annotations
 
 import glob
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+import pyarrow as pa
+import pyarrow.fs as pafs
+
 from shardscan.errors import ShardReadError, describe_exception
 
-SHARD_SUFFIXES: tuple[str, ...] = (".parquet",)
+# Suffix -> input format. Longest suffixes first, so ``.jsonl.gz`` is not taken for something else.
+FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
+    (".jsonl.gz", "jsonl"),
+    (".jsonl.zst", "jsonl"),
+    (".ndjson.gz", "jsonl"),
+    (".ndjson.zst", "jsonl"),
+    (".parquet", "parquet"),
+    (".jsonl", "jsonl"),
+    (".ndjson", "jsonl"),
+    (".arrow", "arrow"),
+    (".feather", "arrow"),
+)
+SHARD_SUFFIXES: tuple[str, ...] = tuple(suffix for suffix, _ in FORMAT_SUFFIXES)
+DEFAULT_FORMAT = "parquet"
 
 
 @dataclass(frozen=True, slots=True)
 class ShardRef:
-    """A shard to scan: how to open it and how reports name it."""
+    """A shard to scan: where it lives, how to read it and how reports name it.
+
+    ``filesystem`` is None for local files (plain ``open``) or a ``pyarrow.fs`` filesystem for
+    remote ones (object stores, fsspec filesystems wrapped by ``pyarrow.fs.PyFileSystem``);
+    ``path`` is then the filesystem's own path and ``display`` the full URL.
+    """
 
     display: str
     path: str
+    filesystem: pafs.FileSystem | None = field(default=None, compare=False, repr=False)
+    format: str = DEFAULT_FORMAT
 
-    def open(self) -> IO[bytes]:
-        """Open the shard for reading; raise ShardReadError naming it on failure."""
+    def open(self) -> IO[bytes] | pa.NativeFile:
+        """Open the shard for random access; raise ShardReadError naming it on failure."""
         try:
-            return open(self.path, "rb")
-        except OSError as exc:
+            if self.filesystem is None:
+                return open(self.path, "rb")
+            return self.filesystem.open_input_file(self.path)
+        except Exception as exc:  # OSError locally; pyarrow and fsspec raise several types remotely
+            raise ShardReadError(self.display, describe_exception(exc)) from None
+
+    def open_stream(self) -> pa.NativeFile:
+        """Open the shard as a sequential stream, decompressing ``.gz``/``.zst``/``.bz2`` by suffix."""
+        try:
+            if self.filesystem is None:
+                return pa.input_stream(self.path, compression="detect")
+            return self.filesystem.open_input_stream(self.path, compression="detect")
+        except Exception as exc:
             raise ShardReadError(self.display, describe_exception(exc)) from None
 
     def size(self) -> int | None:
         """The shard's size in bytes, if it can be known without reading it."""
         try:
-            return os.path.getsize(self.path)
-        except OSError:
+            if self.filesystem is None:
+                return os.path.getsize(self.path)
+            return self.filesystem.get_file_info(self.path).size
+        except Exception:
             return None
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolved:
+    """A path or URL the user gave that yielded no shard, and why (reported; exit code 3)."""
+
+    path: str
+    reason: str
 
 
 def is_shard_name(name: str) -> bool:
@@ -40,33 +84,52 @@ def is_shard_name(name: str) -> bool:
     return name.lower().endswith(SHARD_SUFFIXES)
 
 
-def discover(paths: list[str]) -> tuple[list[ShardRef], list[str]]:
-    """Expand user paths into shards, in a stable order, and report paths that matched nothing.
+def format_of(name: str) -> str:
+    """The input format a file name implies; Parquet when the suffix says nothing."""
+    lower = name.lower()
+    for suffix, fmt in FORMAT_SUFFIXES:
+        if lower.endswith(suffix):
+            return fmt
+    return DEFAULT_FORMAT
 
-    A folder yields every shard below it, named relative to the folder; a file or glob match is
-    named as given. Explicitly named files are scanned whatever their suffix.
+
+def discover(paths: list[str]) -> tuple[list[ShardRef], list[Unresolved]]:
+    """Expand user paths and URLs into shards, in a stable order, and report what matched nothing.
+
+    A folder (or URL prefix) yields every shard below it: locally named relative to the folder,
+    remotely by full URL. A file, URL or glob match is named as given. Explicitly named files are
+    scanned whatever their suffix (as Parquet unless the suffix names another format).
     """
+    from shardscan.reader.remote import discover_url, is_url
+
     shards: dict[str, ShardRef] = {}
-    missing: list[str] = []
+    problems: list[Unresolved] = []
     for raw in paths:
+        if is_url(raw):
+            found, problem = discover_url(raw)
+            if problem is not None:
+                problems.append(problem)
+            for ref in found:
+                shards.setdefault(ref.display, ref)
+            continue
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and is_shard_name(p.name))
-            for file in found:
-                ref = ShardRef(display=file.relative_to(path).as_posix(), path=str(file))
+            files = sorted(p for p in path.rglob("*") if p.is_file() and is_shard_name(p.name))
+            for file in files:
+                ref = ShardRef(display=file.relative_to(path).as_posix(), path=str(file), format=format_of(file.name))
                 shards.setdefault(ref.path, ref)
         elif path.exists():
-            shards.setdefault(str(path), ShardRef(display=_display(raw), path=str(path)))
+            shards.setdefault(str(path), ShardRef(display=_display(raw), path=str(path), format=format_of(path.name)))
         elif glob.has_magic(raw):
             matches = sorted(glob.glob(raw, recursive=True))
             files = [m for m in matches if os.path.isfile(m)]
             if not files:
-                missing.append(raw)
+                problems.append(Unresolved(raw, "no such file, folder or glob match"))
             for match in files:
-                shards.setdefault(match, ShardRef(display=_display(match), path=match))
+                shards.setdefault(match, ShardRef(display=_display(match), path=match, format=format_of(match)))
         else:
-            missing.append(raw)
-    return sorted(shards.values(), key=lambda ref: (ref.display, ref.path)), missing
+            problems.append(Unresolved(raw, "no such file, folder or glob match"))
+    return sorted(shards.values(), key=lambda ref: (ref.display, ref.path)), problems
 
 
 def _display(raw: str) -> str:

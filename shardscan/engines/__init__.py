@@ -1,0 +1,1 @@
+"""Engines that run a scan's work items somewhere else than in this process (Ray)."""

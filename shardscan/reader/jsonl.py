@@ -1,0 +1,155 @@
+"""Read JSON Lines shards (``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``) in bounded batches of lines.
+
+Row = 0-based line number (blank lines count but hold no cells), so a finding's row is the line
+to open. Each batch of lines is parsed by pyarrow's JSON reader into the same nested Arrow arrays
+as a Parquet row group, so column paths are identical (``conversations[3].content``). Messy
+files are expected: when a batch does not parse (a malformed line, or a field whose type changes
+between lines) it is split in halves until the offending lines are alone; such a line is parsed
+on its own, and a line that still is not a JSON object is scanned whole as text in column
+``__line__``. A line that is not valid JSON at all is additionally reported as unreadable, so a
+truncated or corrupt file never passes the gate as clean.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.json as pj
+
+from shardscan.errors import ShardReadError, describe_exception
+from shardscan.reader.cells import LeafCells
+from shardscan.reader.parquet import RowGroupBatch, batch_from_table
+from shardscan.reader.sources import ShardRef
+
+READ_CHUNK_BYTES = 1 << 20
+BATCH_BYTES = 8 << 20  # a batch of lines is about one small row group
+BATCH_LINES = 65536
+RAW_COLUMN = "__line__"
+_BOM = b"\xef\xbb\xbf"
+
+Line = tuple[int, bytes]
+
+
+class JsonlReader:
+    """A JSON Lines shard, read as one stream of line batches."""
+
+    def __init__(self, shard: ShardRef) -> None:
+        self.shard = shard
+        self._stream = shard.open_stream()
+
+    def metadata_leaves(self) -> tuple[LeafCells, ...]:
+        """JSON Lines has no file metadata."""
+        return ()
+
+    def batches(self) -> Iterator[RowGroupBatch | ShardReadError]:
+        """Batches of parsed lines; malformed lines follow their batch as errors; a read error ends the stream."""
+        pending: list[Line] = []
+        size = 0
+        index = 0
+        read = 0  # complete lines read so far
+        lines = _lines(self._stream)
+        while True:
+            try:
+                line = next(lines, None)
+            except Exception as exc:  # decompression or network failure mid-file
+                if pending:
+                    yield from self._batch(index, pending)
+                    index += 1
+                reason = f"read failed after {read} complete lines ({describe_exception(exc)})"
+                yield ShardReadError(self.shard.display, reason, index)
+                return
+            if line is None:
+                break
+            read += 1
+            if not line[1].strip():
+                continue
+            pending.append(line)
+            size += len(line[1])
+            if size >= BATCH_BYTES or len(pending) >= BATCH_LINES:
+                yield from self._batch(index, pending)
+                index += 1
+                pending, size = [], 0
+        if pending:
+            yield from self._batch(index, pending)
+
+    def _batch(self, index: int, lines: list[Line]) -> Iterator[RowGroupBatch | ShardReadError]:
+        leaves: list[LeafCells] = []
+        raw: list[Line] = []
+        for table, numbers in _parse(lines, raw):
+            for leaf in batch_from_table(table).leaves:
+                leaves.append(LeafCells(leaf.template, leaf.values, numbers[leaf.rows], leaf.path_args, leaf.roles))
+        malformed = []
+        if raw:
+            texts = [text.decode("utf-8", "replace") for _, text in raw]
+            rows = np.array([number for number, _ in raw], dtype=np.int64)
+            leaves.append(LeafCells(RAW_COLUMN, pa.array(texts, type=pa.large_string()), rows))
+            malformed = [number for (number, _), text in zip(raw, texts) if not _is_json(text)]
+        yield RowGroupBatch(index=index, row_offset=0, num_rows=len(lines), leaves=tuple(leaves))
+        for number in malformed:
+            yield ShardReadError(self.shard.display, "line is not valid JSON (scanned as text)", index, row=number)
+
+
+def _lines(stream: pa.NativeFile) -> Iterator[Line]:
+    """Split a byte stream into (line number, line) without holding more than one line and one chunk."""
+    pending = bytearray()
+    number = 0
+    searched = 0
+    first = True
+    while True:
+        chunk = stream.read(READ_CHUNK_BYTES)
+        if not chunk:
+            break
+        pending += chunk
+        if first:
+            if pending.startswith(_BOM):
+                del pending[: len(_BOM)]
+            first = False
+        start = 0
+        while (newline := pending.find(b"\n", max(start, searched))) != -1:
+            yield number, bytes(pending[start:newline]).rstrip(b"\r")
+            number += 1
+            start = newline + 1
+        del pending[:start]
+        searched = len(pending)
+    if pending:
+        yield number, bytes(pending).rstrip(b"\r")
+
+
+def _parse(lines: list[Line], raw: list[Line]) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """Parse lines into tables with each table row's line number; lines that are no JSON object go to ``raw``."""
+    table = _read_json([text for _, text in lines])
+    if table is not None and table.num_rows == len(lines):
+        yield table, np.array([number for number, _ in lines], dtype=np.int64)
+        return
+    if len(lines) == 1:
+        raw.append(lines[0])
+        return
+    middle = len(lines) // 2
+    yield from _parse(lines[:middle], raw)
+    yield from _parse(lines[middle:], raw)
+
+
+def _read_json(texts: list[bytes]) -> pa.Table | None:
+    data = b"\n".join(texts)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        # pyarrow would keep invalid UTF-8 inside string values; make every cell decodable text.
+        data = b"\n".join(t.decode("utf-8", "replace").encode("utf-8") for t in texts)
+    try:
+        options = pj.ReadOptions(block_size=min(len(data) + 1, 2**31 - 1), use_threads=False)
+        return pj.read_json(io.BytesIO(data), read_options=options)
+    except Exception:  # malformed JSON, type changes between lines, non-object lines
+        return None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,152 @@
+"""Shards behind filesystem URLs (``s3://``, ``gs://``, ``hf://``, any fsspec protocol): resolve, list, glob.
+
+Object stores that pyarrow implements natively (S3, GCS, HDFS, Azure) go through ``pyarrow.fs``,
+which reads Parquet footers and row groups with ranged requests. Every other scheme goes through
+fsspec (``hf://`` is huggingface_hub's ``HfFileSystem``), wrapped as a ``pyarrow.fs.PyFileSystem``
+so that the readers see one interface. Credentials and endpoints come from each filesystem's own
+environment and configuration (``AWS_*`` variables and ``~/.aws``, ``GOOGLE_APPLICATION_CREDENTIALS``,
+``HF_TOKEN`` or ``huggingface-cli login``); shardscan has no flag for them, so no secret lands in
+shell history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pyarrow.fs as pafs
+
+from shardscan.errors import describe_exception
+from shardscan.reader.sources import ShardRef, Unresolved, format_of, is_shard_name
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.DOTALL)
+_MAGIC = re.compile(r"[*?\[]")
+# Schemes pyarrow implements itself; everything else goes through fsspec.
+PYARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss", "file"})
+# The package that registers an fsspec protocol, for the message when it is missing.
+FSSPEC_PACKAGES = {"hf": "huggingface_hub", "az": "adlfs", "http": "aiohttp", "https": "aiohttp", "sftp": "paramiko"}
+_AWS_ERROR = re.compile(r"AWS Error (?P<code>[A-Z_]+) during (?P<op>\w+) operation: (?P<msg>[^(]*)")
+
+
+def is_url(raw: str) -> bool:
+    """True when a path given by the user is a filesystem URL (``scheme://...``)."""
+    return _URL.match(raw) is not None
+
+
+def describe_remote_error(exc: BaseException) -> str:
+    """A one-line reason for a failed remote operation, keeping the service's error code."""
+    aws = _AWS_ERROR.search(str(exc))
+    if aws:
+        return f"{aws['code']} during {aws['op']}: {aws['msg'].strip()}"
+    return describe_exception(exc)
+
+
+def resolve(url: str) -> tuple[pafs.FileSystem, str, Callable[[str], str]]:
+    """The filesystem for a URL without glob characters, the path within it, and path -> URL.
+
+    Raises OSError, ValueError or ImportError when the URL has no usable filesystem.
+    """
+    match = _URL.match(url)
+    if match is None:
+        raise ValueError(f"not a URL: {url}")
+    scheme = match["scheme"].lower()
+    if scheme in PYARROW_SCHEMES:
+        filesystem, path = pafs.FileSystem.from_uri(url)
+        return filesystem, path, lambda p: f"{scheme}://{p}"
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(f"{scheme}:// URLs are read through fsspec: pip install fsspec{_package_hint(scheme)}") from None
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except ImportError as exc:
+        raise ImportError(f"{scheme}:// URLs need an fsspec implementation{_package_hint(scheme)} ({exc})") from None
+    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path, fs.unstrip_protocol
+
+
+def discover_url(url: str) -> tuple[list[ShardRef], Unresolved | None]:
+    """Shards behind one URL: an object, every shard under a prefix, or the objects a glob matches."""
+    match = _URL.match(url)
+    assert match is not None
+    base, pattern = _split_glob(match["rest"])
+    base_url = f"{match['scheme']}://{base}"
+    try:
+        filesystem, root, to_url = resolve(base_url)
+    except Exception as exc:
+        return [], Unresolved(url, describe_remote_error(exc))
+    try:
+        if pattern is None:
+            info = filesystem.get_file_info(root)
+            if info.type == pafs.FileType.File:
+                return [ShardRef(url, root, filesystem, format_of(root))], None
+            if info.type == pafs.FileType.NotFound:
+                return [], Unresolved(url, "no such object, prefix or folder")
+            infos = _list(filesystem, root)
+            refs = [_ref(i.path, filesystem, to_url) for i in infos if is_shard_name(i.base_name)]
+        else:
+            # ``pattern`` is the URL's full path; match it against the listed paths below ``root``.
+            regex = glob_regex(_join(root, pattern[len(base):].lstrip("/")) if base else pattern)
+            info = filesystem.get_file_info(root)
+            infos = _list(filesystem, root) if info.type == pafs.FileType.Directory else []
+            refs = [_ref(i.path, filesystem, to_url) for i in infos if regex.fullmatch(i.path.rstrip("/"))]
+    except Exception as exc:  # listing: missing bucket, access denied, network errors
+        return [], Unresolved(url, describe_remote_error(exc))
+    if not refs:
+        return [], Unresolved(url, "no shard matched" if pattern is not None else "no shard under this prefix")
+    return sorted(refs, key=lambda r: r.display), None
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a glob: ``**`` spans folders, ``*`` and ``?`` stay within one, ``[...]`` is a class."""
+    out, i = [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif char == "*":
+            out.append("[^/]*")
+            i += 1
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[" and (end := pattern.find("]", i + 2)) != -1:
+            body = pattern[i + 1 : end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+            i = end + 1
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _split_glob(rest: str) -> tuple[str, str | None]:
+    """Split a URL path at its first segment with glob characters: (base, whole pattern or None)."""
+    parts = rest.split("/")
+    for index, part in enumerate(parts):
+        if _MAGIC.search(part):
+            return "/".join(parts[:index]), rest
+    return rest.rstrip("/") or rest, None
+
+
+def _join(root: str, tail: str) -> str:
+    return f"{root.rstrip('/')}/{tail}" if tail else root
+
+
+def _list(filesystem: pafs.FileSystem, root: str) -> list[pafs.FileInfo]:
+    selector = pafs.FileSelector(root, recursive=True)
+    infos = [i for i in filesystem.get_file_info(selector) if i.type == pafs.FileType.File]
+    return sorted(infos, key=lambda i: i.path)
+
+
+def _ref(path: str, filesystem: pafs.FileSystem, to_url: Callable[[str], str]) -> ShardRef:
+    return ShardRef(to_url(path), path, filesystem, format_of(path))
+
+
+def _package_hint(scheme: str) -> str:
+    package = FSSPEC_PACKAGES.get(scheme)
+    return f" and {package}" if package else ""

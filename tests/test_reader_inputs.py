@@ -1,0 +1,247 @@
+"""JSONL (plain, gz, zst), Arrow IPC and in-memory tables give exactly the findings of the same rows in Parquet."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.feather as feather
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+import pytest
+
+import shardscan
+from shardscan.reader import discover
+from shardscan.synth import expand
+from tests.planted import finding_keys, planted_rows, planted_table
+
+
+def _jsonl_bytes(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode()
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    data = _jsonl_bytes(rows)
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data)
+        path.write_bytes(data)
+    elif path.name.endswith(".zst"):
+        with pa.CompressedOutputStream(str(path), "zstd") as out:
+            out.write(data)
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def write_arrow_file(path: Path, table: pa.Table) -> Path:
+    with ipc.new_file(str(path), table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=5):
+            writer.write_batch(batch)
+    return path
+
+
+def write_arrow_stream(path: Path, table: pa.Table) -> Path:
+    with ipc.new_stream(str(path), table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=5):
+            writer.write_batch(batch)
+    return path
+
+
+def write_feather(path: Path, table: pa.Table) -> Path:
+    feather.write_feather(table, str(path), chunksize=3)
+    return path
+
+
+@pytest.fixture
+def parquet_keys(tmp_path, options):
+    path = tmp_path / "reference.parquet"
+    pq.write_table(planted_table(), path, row_group_size=4)
+    report = shardscan.scan([str(path)], options=options)
+    keys = finding_keys(report)
+    assert len(keys) == 10 and report.issues == ()
+    return keys
+
+
+WRITERS = {
+    "train.jsonl": lambda p: write_jsonl(p, planted_rows()),
+    "train.jsonl.gz": lambda p: write_jsonl(p, planted_rows()),
+    "train.jsonl.zst": lambda p: write_jsonl(p, planted_rows()),
+    "train.arrow": lambda p: write_arrow_file(p, planted_table()),
+    "cache-stream.arrow": lambda p: write_arrow_stream(p, planted_table()),
+    "train.feather": lambda p: write_feather(p, planted_table()),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_format_gives_the_findings_of_the_same_rows_in_parquet(tmp_path, options, parquet_keys, name):
+    path = WRITERS[name](tmp_path / name)
+    report = shardscan.scan([str(path)], options=options)
+    assert report.issues == ()
+    assert finding_keys(report) == parquet_keys
+    assert {f.location.shard for f in report.findings} == {str(path)}
+    assert report.stats.rows == 12
+
+
+def test_folder_discovery_picks_every_format_by_suffix(tmp_path):
+    for name, write in WRITERS.items():
+        write(tmp_path / name)
+    (tmp_path / "README.md").write_text("not a shard")
+    (tmp_path / "notes.json").write_text("{}")
+    shards, unresolved = discover([str(tmp_path)])
+    assert [(s.display, s.format) for s in shards] == [
+        ("cache-stream.arrow", "arrow"),
+        ("train.arrow", "arrow"),
+        ("train.feather", "arrow"),
+        ("train.jsonl", "jsonl"),
+        ("train.jsonl.gz", "jsonl"),
+        ("train.jsonl.zst", "jsonl"),
+    ]
+    assert unresolved == []
+
+
+def test_in_memory_table_and_record_batch_match_parquet(options, parquet_keys):
+    table = planted_table()
+    assert finding_keys(shardscan.scan_table(table, options=options)) == parquet_keys
+    # Small slices: rows keep counting from the start of the table across batches.
+    from shardscan.engine import Scanner
+    from shardscan.ruleset import load_ruleset
+
+    result = Scanner(load_ruleset(), options).scan_table(table, "t", rows_per_batch=5)
+    assert sorted((f.rule_id, f.location.row, f.location.column, f.start, f.end, f.fingerprint) for f in result.findings) == [
+        (k[0], k[1], k[2], k[4], k[5], k[6]) for k in parquet_keys
+    ]
+    batch = table.combine_chunks().to_batches()[0]
+    report = shardscan.scan_table(batch, "batch", options=options)
+    assert finding_keys(report) == parquet_keys
+    assert {f.location.shard for f in report.findings} == {"batch"}
+
+
+class _Backing:
+    """What ``datasets.Dataset.data`` is: a wrapper whose ``.table`` is the Arrow table."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+
+class MiniDataset:
+    """The attributes of ``datasets.Dataset`` that scan_table relies on, backed by a real Arrow table."""
+
+    def __init__(self, table: pa.Table, indices: list[int] | None = None) -> None:
+        self.data = _Backing(table)
+        self._indices = pa.table({"indices": pa.array(indices, pa.uint64())}) if indices is not None else None
+
+    def with_format(self, kind: str) -> MiniDataset:
+        assert kind == "arrow"
+        return self
+
+    def __getitem__(self, key: slice) -> pa.Table:
+        table = self.data.table
+        if self._indices is not None:
+            table = table.take(self._indices.column("indices"))
+        return table[key]
+
+
+def test_dataset_duck_type_is_scanned_through_its_arrow_table(options, parquet_keys):
+    report = shardscan.scan_table(MiniDataset(planted_table()), "train", options=options)
+    assert finding_keys(report) == parquet_keys
+
+
+def test_dataset_view_with_indices_is_scanned_in_view_order(options):
+    # A shuffled/selected view: row numbers are positions in the view, not in the backing table.
+    view = MiniDataset(planted_table(), indices=[1, 0])
+    report = shardscan.scan_table(view, "train", options=options)
+    assert [(f.rule_id, f.location.row, f.location.column) for f in report.findings] == [
+        ("github-pat", 0, "conversations[1].content")
+    ]
+
+
+def test_dataset_dict_scans_each_split_as_a_shard(options):
+    table = planted_table()
+    splits = {"train": MiniDataset(table.slice(0, 6)), "test": MiniDataset(table.slice(6))}
+    report = shardscan.scan_table(splits, "ds", options=options)
+    shards = sorted({(f.location.shard, f.location.row, f.rule_id) for f in report.findings})
+    assert ("ds/train", 1, "github-pat") in shards and ("ds/test", 0, "jwt") in shards
+    assert len(report.findings) == 10
+
+
+def test_scan_table_rejects_unknown_objects_by_type_name():
+    with pytest.raises(TypeError, match="builtins.list"):
+        shardscan.scan_table([1, 2, 3])
+
+
+# ---- messy JSON Lines ----------------------------------------------------------------------------
+
+
+def _gen(template: str) -> str:
+    return expand(template, seed="messy")
+
+
+def test_jsonl_rows_are_line_numbers_and_blank_lines_count(tmp_path, options):
+    token = _gen("{{github:ghp_}}")
+    lines = ["", json.dumps({"text": "hi"}), "   ", json.dumps({"text": f"GITHUB_TOKEN={token}"}), ""]
+    path = tmp_path / "blank.jsonl"
+    path.write_text("\r\n".join(lines))
+    report = shardscan.scan([str(path)], options=options)
+    assert [(f.location.row, f.location.column, f.start) for f in report.findings] == [(3, "text", 13)]
+    assert report.issues == ()
+
+
+def test_jsonl_type_changes_between_lines_are_parsed_line_by_line(tmp_path, options):
+    token = _gen("{{hf}}")
+    rows = [
+        {"content": "plain text"},
+        {"content": [{"type": "text", "text": f"HF_TOKEN={token}"}]},  # multi-part message: a list, not a string
+        {"content": 42},
+        {"content": f"again HF_TOKEN={token}"},
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = shardscan.scan([str(path)], options=options)
+    assert [(f.location.row, f.location.column) for f in report.findings] == [
+        (1, "content[0].text"),
+        (3, "content"),
+    ]
+    assert report.issues == ()
+    assert report.decision.exit_code == 1
+
+
+def test_jsonl_malformed_line_is_scanned_as_text_and_makes_the_scan_incomplete(tmp_path, options):
+    token = _gen("{{github:ghp_}}")
+    good = json.dumps({"text": "fine"})
+    path = tmp_path / "broken.jsonl"
+    path.write_text(f'{good}\n{{"text": "GITHUB_TOKEN={token}", "cut\n[1, 2, "valid json, not an object"]\n{good}\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "shardscan.cli", "scan", str(path), "--format", "json"], capture_output=True, text=True
+    )
+    assert proc.returncode == 3, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [(f["row"], f["column"], f["rule_id"]) for f in report["findings"]] == [(1, "__line__", "github-pat")]
+    assert [(e["shard"], e["row"]) for e in report["errors"]] == [(str(path), 1)]
+    assert "not valid JSON" in report["errors"][0]["message"]
+    assert token not in proc.stdout + proc.stderr
+
+
+def test_jsonl_invalid_utf8_is_replaced_not_fatal(tmp_path, options):
+    token = _gen("{{openai}}")
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"text": "caf\xe9 key ' + token.encode() + b'"}\n')
+    report = shardscan.scan([str(path)], options=options)
+    assert [(f.rule_id, f.location.row, f.location.column) for f in report.findings] == [("openai-api-key", 0, "text")]
+    assert report.issues == ()
+
+
+def test_truncated_gzip_keeps_findings_read_so_far_and_exits_3(tmp_path, options):
+    rows = planted_rows() * 200  # large enough that the cut lands after the first planted secrets
+    data = gzip.compress(_jsonl_bytes(rows))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) * 3 // 4])
+    report = shardscan.scan([str(path)], options=options)
+    assert report.decision.exit_code == 3
+    [issue] = report.issues
+    assert issue.kind == "unreadable" and issue.shard == str(path) and "read failed after" in issue.message
+    assert report.findings and all(f.location.row < len(rows) for f in report.findings)
+    assert finding_keys(report)[0][0] == "anthropic-api-key"
