@@ -245,3 +245,16 @@ def test_truncated_gzip_keeps_findings_read_so_far_and_exits_3(tmp_path, options
     assert issue.kind == "unreadable" and issue.shard == str(path) and "read failed after" in issue.message
     assert report.findings and all(f.location.row < len(rows) for f in report.findings)
     assert finding_keys(report)[0][0] == "anthropic-api-key"
+
+
+def test_worker_processes_give_the_same_findings_for_every_format(tmp_path, options):
+    for name, write in WRITERS.items():
+        write(tmp_path / name)
+    pq.write_table(planted_table(), tmp_path / "train.parquet", row_group_size=4)
+    one = shardscan.scan([str(tmp_path)], options=options, jobs=1)
+    two = shardscan.scan([str(tmp_path)], options=options, jobs=2)
+    assert len(one.findings) == 70 and one.issues == ()
+    assert [(f.location, f.rule_id, f.start, f.fingerprint) for f in two.findings] == [
+        (f.location, f.rule_id, f.start, f.fingerprint) for f in one.findings
+    ]
+    assert two.stats.rows == one.stats.rows == 84
