@@ -318,7 +318,10 @@ def test_discover_folders_recursively_files_and_globs(tmp_path):
     shards, missing = discover([str(tmp_path / "data" / "**" / "*.parquet"), str(tmp_path / "nope"),
                                 str(tmp_path / "none-*.parquet")])
     assert sorted(Path(s.path).name for s in shards) == ["train-00000-of-00002.parquet", "train-00001-of-00002.parquet"]
-    assert missing == [str(tmp_path / "nope"), str(tmp_path / "none-*.parquet")]
+    assert [(m.path, m.reason) for m in missing] == [
+        (str(tmp_path / "nope"), "no such file, folder or glob match"),
+        (str(tmp_path / "none-*.parquet"), "no such file, folder or glob match"),
+    ]
 
 
 # ---- unions (in-memory tables only: Parquet has no union type) -----------------------------------
