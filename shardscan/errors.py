@@ -48,3 +48,15 @@ def describe_exception(exc: BaseException) -> str:
     if _TOKEN_LIKE.search(text):
         text = "(message withheld: it may quote scanned data)"
     return f"{name}: {text}" if text else name
+
+
+_AWS_ERROR = re.compile(r"AWS Error (?P<code>[A-Z_]+) during (?P<op>\w+) operation: (?P<msg>[^(\n]*)")
+
+
+def describe_remote_error(exc: BaseException) -> str:
+    """Like describe_exception, but keeps an object store's error code and message (``ACCESS_DENIED
+    during GetObject: ...``): they name the failure, never the data, and a user needs them."""
+    aws = _AWS_ERROR.search(str(exc))
+    if aws:
+        return f"{aws['code']} during {aws['op']}: {aws['msg'].strip()[:120]}".rstrip(": ")
+    return describe_exception(exc)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from shardscan.errors import ShardReadError, describe_exception
+from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells
 from shardscan.reader.parquet import RowGroupBatch, batch_from_table, schema_metadata_leaves
 from shardscan.reader.sources import ShardRef
@@ -34,7 +34,7 @@ class ArrowIpcReader:
             except ShardReadError:
                 raise
             except Exception as exc:
-                raise ShardReadError(shard.display, f"not a readable Arrow IPC file or stream ({describe_exception(exc)})") from None
+                raise ShardReadError(shard.display, f"not a readable Arrow IPC file or stream ({describe_remote_error(exc)})") from None
 
     @property
     def schema(self) -> pa.Schema:
@@ -60,7 +60,7 @@ class ArrowIpcReader:
             except StopIteration:
                 return
             except Exception as exc:
-                yield ShardReadError(self.shard.display, f"record batch unreadable ({describe_exception(exc)})", index)
+                yield ShardReadError(self.shard.display, f"record batch unreadable ({describe_remote_error(exc)})", index)
                 return
             yield batch_from_table(pa.Table.from_batches([batch]), index, offset)
             offset += batch.num_rows

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
-from shardscan.errors import ShardReadError, describe_exception
+from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells
 from shardscan.reader.parquet import RowGroupBatch, batch_from_table
 from shardscan.reader.sources import ShardRef
@@ -59,7 +59,7 @@ class JsonlReader:
                 if pending:
                     yield from self._batch(index, pending)
                     index += 1
-                reason = f"read failed after {read} complete lines ({describe_exception(exc)})"
+                reason = f"read failed after {read} complete lines ({describe_remote_error(exc)})"
                 yield ShardReadError(self.shard.display, reason, index)
                 return
             if line is None:

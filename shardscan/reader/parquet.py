@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from shardscan.errors import ShardReadError, describe_exception
+from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
 from shardscan.reader.sources import ShardRef
 
@@ -42,7 +42,7 @@ def open_parquet(shard: ShardRef) -> pq.ParquetFile:
     except ShardReadError:
         raise
     except Exception as exc:  # pyarrow raises several types for bad files
-        raise ShardReadError(shard.display, f"not a readable Parquet file ({describe_exception(exc)})") from None
+        raise ShardReadError(shard.display, f"not a readable Parquet file ({describe_remote_error(exc)})") from None
 
 
 def row_group_offsets(parquet: pq.ParquetFile) -> list[int]:
@@ -62,7 +62,7 @@ def read_row_group(shard: ShardRef, parquet: pq.ParquetFile, index: int, row_off
             return RowGroupBatch(index, row_offset, parquet.metadata.row_group(index).num_rows, ())
         table = parquet.read_row_group(index, columns=columns)
     except Exception as exc:
-        raise ShardReadError(shard.display, f"row group unreadable ({describe_exception(exc)})", index) from None
+        raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
     return batch_from_table(table, index, row_offset)
 
 

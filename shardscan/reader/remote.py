@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pyarrow.fs as pafs
 
-from shardscan.errors import describe_exception
+from shardscan.errors import describe_remote_error
 from shardscan.reader.sources import ShardRef, Unresolved, format_of, is_shard_name
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.DOTALL)
@@ -25,20 +25,11 @@ _MAGIC = re.compile(r"[*?\[]")
 PYARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss", "file"})
 # The package that registers an fsspec protocol, for the message when it is missing.
 FSSPEC_PACKAGES = {"hf": "huggingface_hub", "az": "adlfs", "http": "aiohttp", "https": "aiohttp", "sftp": "paramiko"}
-_AWS_ERROR = re.compile(r"AWS Error (?P<code>[A-Z_]+) during (?P<op>\w+) operation: (?P<msg>[^(]*)")
 
 
 def is_url(raw: str) -> bool:
     """True when a path given by the user is a filesystem URL (``scheme://...``)."""
     return _URL.match(raw) is not None
-
-
-def describe_remote_error(exc: BaseException) -> str:
-    """A one-line reason for a failed remote operation, keeping the service's error code."""
-    aws = _AWS_ERROR.search(str(exc))
-    if aws:
-        return f"{aws['code']} during {aws['op']}: {aws['msg'].strip()}"
-    return describe_exception(exc)
 
 
 def resolve(url: str) -> tuple[pafs.FileSystem, str, Callable[[str], str]]:

@@ -11,7 +11,7 @@ from typing import IO
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from shardscan.errors import ShardReadError, describe_exception
+from shardscan.errors import ShardReadError, describe_exception, describe_remote_error
 
 # Suffix -> input format. Longest suffixes first, so ``.jsonl.gz`` is not taken for something else.
 FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -50,7 +50,7 @@ class ShardRef:
                 return open(self.path, "rb")
             return self.filesystem.open_input_file(self.path)
         except Exception as exc:  # OSError locally; pyarrow and fsspec raise several types remotely
-            raise ShardReadError(self.display, describe_exception(exc)) from None
+            raise ShardReadError(self.display, self._describe(exc)) from None
 
     def open_stream(self) -> pa.NativeFile:
         """Open the shard as a sequential stream, decompressing ``.gz``/``.zst``/``.bz2`` by suffix."""
@@ -59,7 +59,10 @@ class ShardRef:
                 return pa.input_stream(self.path, compression="detect")
             return self.filesystem.open_input_stream(self.path, compression="detect")
         except Exception as exc:
-            raise ShardReadError(self.display, describe_exception(exc)) from None
+            raise ShardReadError(self.display, self._describe(exc)) from None
+
+    def _describe(self, exc: BaseException) -> str:
+        return describe_exception(exc) if self.filesystem is None else describe_remote_error(exc)
 
     def size(self) -> int | None:
         """The shard's size in bytes, if it can be known without reading it."""
