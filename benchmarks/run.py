@@ -96,8 +96,20 @@ def measure(cmd: list[str], env: dict | None = None) -> Run:
 
 
 def best(cmd: list[str], repeat: int) -> Run:
-    """The fastest of ``repeat`` runs (peak RSS is the largest seen)."""
-    runs = [measure(cmd) for _ in range(repeat)]
+    """The fastest of ``repeat`` runs (peak RSS is the largest seen).
+
+    A report the command writes (``--output PATH``) is kept from that fastest run, so the
+    in-process time read from it belongs to the same run as the wall time.
+    """
+    report = Path(cmd[cmd.index("--output") + 1]) if "--output" in cmd else None
+    runs: list[Run] = []
+    for _ in range(repeat):
+        run = measure(cmd)
+        if report is not None and report.exists() and (not runs or run.seconds < min(r.seconds for r in runs)):
+            shutil.copyfile(report, report.with_name(report.name + ".best"))
+        runs.append(run)
+    if report is not None and report.with_name(report.name + ".best").exists():
+        shutil.move(report.with_name(report.name + ".best"), report)
     fastest = min(runs, key=lambda r: r.seconds)
     fastest.peak_rss = max(r.peak_rss for r in runs)
     return fastest
