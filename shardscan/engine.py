@@ -100,7 +100,12 @@ class Scanner:
     def __init__(self, ruleset: Ruleset, options: ScanOptions | None = None) -> None:
         self.ruleset = ruleset
         self.options = options or ScanOptions()
-        self.prefilter = Prefilter.from_keywords(ruleset.keywords, decoders.encoded_keyword_patterns(ruleset.keywords))
+        encoded = decoders.encoded_keyword_patterns(ruleset.keywords)
+        # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
+        # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
+        decoding = self.options.decode.max_depth > 0
+        self.prefilter = Prefilter.from_keywords(ruleset.keywords, encoded if decoding else ())
+        self.keywords = decoders.KeywordSet(ruleset.keywords, Prefilter.from_keywords(ruleset.keywords, encoded).pattern)
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
         # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).
@@ -213,12 +218,15 @@ class Scanner:
         timer = timer or _Timer()
         cells = nbytes = candidates = clocked = 0
         by_text: dict[str, list[CellLocation]] = defaultdict(list)
-        for leaf in batch.leaves:
+        t = time.perf_counter()
+        masks = self.prefilter.masks([leaf.values for leaf in batch.leaves])
+        timer.add("prefilter", t)
+        for leaf, mask in zip(batch.leaves, masks, strict=True):
             t = time.perf_counter()
             values = leaf.values
             cells += len(values) - values.null_count
             nbytes += _byte_count(values)
-            selected = np.flatnonzero(self.prefilter.mask(values))
+            selected = np.flatnonzero(mask)
             t = timer.add("prefilter", t)
             text_of = _dictionary_texts(values) if pa.types.is_dictionary(values.type) else None
             for index in selected:
@@ -276,7 +284,7 @@ class Scanner:
         raw: list[tuple[Candidate, int, int]] = []
         t = time.perf_counter()
         for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
-            for view in decoders.views(window, self.options.decode, limits.append):
+            for view in decoders.views(window, self.options.decode, limits.append, self.keywords, continued=offset > 0):
                 rules = raw_rules if not view.encoding else self.rules
                 if not rules:
                     continue
@@ -287,6 +295,7 @@ class Scanner:
                 except RegexTimeout as err:
                     limits.append(f"rule {err.rule_id}: pattern time limit ({self.options.regex_timeout:g}s) exceeded")
         t = timer.add("match", t)
+        limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
         kept = _deduplicate(raw, self.ruleset)
         spans = [(s, e, preview(c.secret)) for c, s, e in kept]
         out: list[CellFinding] = []
@@ -334,18 +343,40 @@ def _attach(cf: CellFinding, location: CellLocation) -> Finding:
 
 
 def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> list[tuple[Candidate, int, int]]:
-    """One finding per (rule, secret) in a cell, then drop matches nested inside another rule's match.
+    """One finding per secret in a cell, read through the fewest decodings that read it exactly.
 
-    Of duplicates, the least-decoded, earliest occurrence wins. A match lying wholly inside a
-    longer match of another rule (the JWT inside a ``ghs_<appid>_<JWT>`` token) is the same secret.
+    1. Per (rule, fingerprint), the most-decoded reading of the secret is its true text (a PEM
+       block with real line breaks rather than ``\\n`` escapes); of the candidates that read
+       exactly that text, the least-decoded, earliest one wins. So a token that JSON escaping left
+       untouched is reported with no decode chain, and an escaped private key with ``json-string``.
+    2. A candidate is dropped when a deeper decoding of the same text (its chain extends the
+       candidate's chain) found the same rule over a span covering it: that decoding read
+       further (the escaped line breaks of a doubly escaped key, a key cut at an escaped dash).
+    3. A match lying wholly inside a longer match of another rule (the JWT inside a
+       ``ghs_<appid>_<JWT>`` token) is the same secret.
     """
-    best: dict[tuple[str, str], tuple[Candidate, int, int]] = {}
-    for cand, start, end in raw:
-        key = (cand.rule_id, fingerprint(cand.secret, ruleset.get(cand.rule_id).kind))
-        current = best.get(key)
-        if current is None or (len(cand.encoding), start) < (len(current[0].encoding), current[1]):
-            best[key] = (cand, start, end)
-    kept = sorted(best.values(), key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
+    groups: dict[tuple[str, str], list[tuple[Candidate, int, int]]] = defaultdict(list)
+    for item in raw:
+        cand = item[0]
+        groups[(cand.rule_id, fingerprint(cand.secret, ruleset.get(cand.rule_id).kind))].append(item)
+    best: list[tuple[Candidate, int, int]] = []
+    for items in groups.values():
+        deepest = max(items, key=lambda item: len(item[0].encoding))[0].secret
+        exact = [item for item in items if item[0].secret == deepest]
+        best.append(min(exact, key=lambda item: (len(item[0].encoding), item[1], item[2])))
+    readable = [
+        item
+        for item in best
+        if not any(
+            o[0].rule_id == item[0].rule_id
+            and len(o[0].encoding) > len(item[0].encoding)
+            and o[0].encoding[: len(item[0].encoding)] == item[0].encoding
+            and o[1] <= item[1]
+            and item[2] <= o[2]
+            for o in best
+        )
+    ]
+    kept = sorted(readable, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
     out: list[tuple[Candidate, int, int]] = []
     for item in kept:
         cand, start, end = item

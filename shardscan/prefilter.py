@@ -46,6 +46,58 @@ class Prefilter:
         return pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
 
 
+    def masks(self, arrays: list[pa.Array]) -> list[np.ndarray]:
+        """:meth:`mask` of several arrays with one RE2 pass per type family.
+
+        Arrow compiles the pattern on every call (about a millisecond for the full pattern with
+        encoded keyword forms), so the leaves of a row group are matched together rather than one
+        by one.
+        """
+        if not self.pattern:
+            return [np.zeros(len(a), dtype=bool) for a in arrays]
+        targets: list[pa.Array] = []
+        for values in arrays:
+            target = values.dictionary if pa.types.is_dictionary(values.type) else values
+            targets.append(_widen(target))
+        flat: list[np.ndarray | None] = [None] * len(arrays)
+        for family in (pa.large_string(), pa.large_binary()):
+            members = [i for i, t in enumerate(targets) if t.type == family and len(t)]
+            if not members:
+                continue
+            joined = pa.concat_arrays([targets[i] for i in members])
+            matched = pc.fill_null(pc.match_substring_regex(joined, self.pattern), False)
+            hits = matched.to_numpy(zero_copy_only=False)
+            at = 0
+            for i in members:
+                flat[i] = hits[at : at + len(targets[i])]
+                at += len(targets[i])
+        out: list[np.ndarray] = []
+        for values, target, hits in zip(arrays, targets, flat, strict=True):
+            if hits is None:  # empty, or a type that did not widen: matched on its own
+                hits = self.mask(target)
+            if pa.types.is_dictionary(values.type):
+                indices = values.indices.to_numpy(zero_copy_only=False)
+                valid = values.is_valid().to_numpy(zero_copy_only=False)
+                spread = np.zeros(len(values), dtype=bool)
+                spread[valid] = hits[indices[valid].astype(np.int64)]
+                hits = spread
+            out.append(hits)
+        return out
+
+
+def _widen(values: pa.Array) -> pa.Array:
+    """The array as large_string or large_binary, so arrays of one family concatenate; else as is."""
+    kind = values.type
+    try:
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or str(kind) == "string_view":
+            return values.cast(pa.large_string())
+        if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or str(kind) == "binary_view":
+            return values.cast(pa.large_binary())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    return values
+
+
 def python_pattern(prefilter: Prefilter) -> re.Pattern[str] | None:
     """The same alternation for Python's ``re`` (used on small in-Python texts such as windows)."""
     return re.compile(prefilter.pattern) if prefilter.pattern else None

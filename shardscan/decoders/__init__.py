@@ -1,9 +1,49 @@
-"""Decoding stage: views of a cell's text (raw first, then decoded ones) with offset maps back."""
+"""Decoding stage: views of a cell's text (raw first, then decoded ones) with offset maps back.
+
+Each decoder is one module with a ``DECODER`` record; :data:`DECODERS` is the registry (adding a
+decoder is one file and one line here). :func:`views` walks the decodings breadth-first, up to a
+depth, a byte budget and a number of views per cell, and only keeps a decoded view where it can
+pay off: it holds a rule keyword (plain or itself encoded) that its parent did not show as
+plainly, or the decoding changed text right next to a keyword.
+"""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from shardscan.decoders import base64_, hex_escape, html_entities, json_string, percent
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
+
+__all__ = [
+    "DECODERS",
+    "DecodeLimits",
+    "Decoded",
+    "Decoder",
+    "KeywordSet",
+    "OffsetMap",
+    "View",
+    "encoded_keyword_patterns",
+    "views",
+]
+
+DECODERS: dict[str, Decoder] = {
+    json_string.NAME: json_string.DECODER,
+    percent.NAME: percent.DECODER,
+    base64_.NAME: base64_.DECODER,
+    html_entities.NAME: html_entities.DECODER,
+    hex_escape.NAME: hex_escape.DECODER,
+}
+"""Every decoder, by the name that appears in a finding's decode chain."""
+
+# A decoded change this close to a keyword (before it, after it) may be part of the secret:
+# a PEM body's escaped line breaks, a JWT's percent-encoded dots, a dash inside a key.
+NEAR_BEFORE = 64
+NEAR_AFTER = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -11,7 +51,8 @@ class View:
     """One reading of a cell: the raw text, or text decoded from (part of) a parent view.
 
     ``encoding`` is the decode chain from the raw cell, outermost first. ``span_in_parent`` is the
-    span of the parent's text this view was decoded from; a match anywhere in a decoded view maps
+    span of the parent's text this view was decoded from. With ``offsets`` (escape decoders) a
+    match maps back character by character; without (base64), a match anywhere in the view maps
     back to that whole encoded span (the honest location of what a person would have to remove).
     """
 
@@ -19,32 +60,225 @@ class View:
     encoding: tuple[str, ...] = ()
     parent: View | None = field(default=None, repr=False)
     span_in_parent: tuple[int, int] | None = None
+    offsets: OffsetMap | None = field(default=None, repr=False)
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
         """Map a span of this view's text to a span of the raw cell text."""
         view: View = self
         while view.parent is not None and view.span_in_parent is not None:
-            start, end = view.span_in_parent
+            if view.offsets is not None:
+                base = view.span_in_parent[0]
+                start, end = base + view.offsets.start_in_parent(start), base + view.offsets.end_in_parent(end)
+            else:
+                start, end = view.span_in_parent
             view = view.parent
         return start, end
 
 
 @dataclass(frozen=True, slots=True)
 class DecodeLimits:
-    """Bounds on decoding work per cell."""
+    """Bounds on decoding work per cell (per scan window of a very long cell)."""
 
     max_depth: int = 3
-    max_bytes: int = 4 * 1024 * 1024
+    max_bytes: int = 8 * 1024 * 1024
+    max_views: int = 64
 
 
-def views(text: str, limits: DecodeLimits, on_limit: Callable[[str], None]) -> Iterator[View]:
-    """Yield the raw view of ``text``, then its decoded views within ``limits``.
+@dataclass(frozen=True, slots=True)
+class KeywordSet:
+    """The rule keywords, plain and encoded, that decide whether a decoded view is worth scanning."""
 
-    Every limit hit is reported through ``on_limit`` with a message that holds no cell content.
+    plain: tuple[str, ...]
+    # RE2 alternation of the plain keywords and their encoded forms (the prefilter's pattern).
+    pattern: str
+
+    def matches(self, value: str | bytes) -> bool:
+        """True when ``value`` holds a keyword in plain or encoded form (one RE2 pass, in C++)."""
+        if not self.pattern:
+            return False
+        if isinstance(value, str):
+            try:
+                array = pa.array([value], pa.large_string())
+            except (pa.ArrowException, UnicodeEncodeError):
+                array = pa.array([value.encode("utf-8", "replace")], pa.large_binary())
+        else:
+            array = pa.array([value], pa.large_binary())
+        return bool(pc.match_substring_regex(array, self.pattern)[0].as_py())
+
+    def occurrences(self, text: str) -> Iterator[tuple[int, int]]:
+        """Spans of every plain keyword occurrence in ``text``."""
+        for keyword in self.plain:
+            at = text.find(keyword)
+            while at >= 0:
+                yield at, at + len(keyword)
+                at = text.find(keyword, at + 1)
+
+    def counts(self, text: str) -> tuple[int, ...]:
+        """How often each plain keyword occurs in ``text``."""
+        return tuple(text.count(k) for k in self.plain)
+
+
+def views(
+    text: str,
+    limits: DecodeLimits,
+    on_limit: Callable[[str], None],
+    keywords: KeywordSet | None = None,
+    *,
+    continued: bool = False,
+) -> Iterator[View]:
+    """Yield the raw view of ``text``, then its decoded views within ``limits``, breadth first.
+
+    With ``keywords``, a decoded view is kept only where it can pay off (see the module
+    docstring); without, every decoding is kept (within the limits). ``continued`` says ``text``
+    is a window of a longer cell, so an encoded run at its start may be cut mid-quantum.
+
+    Every limit hit is reported through ``on_limit``, once per kind, with a message that holds no
+    cell content. A limit is only reported when the decoding it stopped could have paid off, so
+    that a big image or an ordinary escaped string never makes a scan incomplete.
     """
-    yield View(text)
+    root = View(text)
+    yield root
+    if limits.max_depth <= 0:
+        return
+    reported: set[str] = set()
+
+    def hit(kind: str, message: str) -> None:
+        if kind not in reported:
+            reported.add(kind)
+            on_limit(message)
+
+    budget = limits.max_bytes
+    made = 0
+    queue: deque[View] = deque([root])
+    while queue:
+        view = queue.popleft()
+        depth = len(view.encoding)
+        request = DecodeRequest(view.text, within=view.offsets, continued=continued and view is root)
+        for decoder in DECODERS.values():
+            for decoded in _safe(decoder, request):
+                child_text = _worth_it(decoder, view, decoded, keywords)
+                if child_text is None:
+                    continue
+                if depth >= limits.max_depth:
+                    hit("depth", f"decoding: depth limit ({limits.max_depth}) reached with encoded text left")
+                    break
+                if len(child_text) > budget:
+                    hit("bytes", f"decoding: byte budget ({limits.max_bytes} characters per cell) exhausted")
+                    continue
+                if made >= limits.max_views:
+                    hit("views", f"decoding: view limit ({limits.max_views} per cell) reached")
+                    break
+                budget -= len(child_text)
+                made += 1
+                child = View(
+                    child_text,
+                    view.encoding + (decoded.name or decoder.name,),
+                    view,
+                    (decoded.start, decoded.end),
+                    decoded.offsets,
+                )
+                yield child
+                queue.append(child)
+
+
+def _safe(decoder: Decoder, request: DecodeRequest) -> Iterator[Decoded]:
+    """Run a decoder; a decoder bug on hostile input ends that decoding, never the scan."""
+    try:
+        yield from decoder.decode(request)
+    except (ValueError, OverflowError, IndexError, KeyError, UnicodeError, MemoryError, RecursionError):
+        return
+
+
+def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: KeywordSet | None) -> str | None:
+    """The text of a decoded segment when a view of it can pay off, else None."""
+    if decoded.data is not None:
+        # Not UTF-8: only worth reading as text when a keyword sits in the bytes (images never do).
+        if keywords is None or not keywords.matches(decoded.data):
+            return None
+        return decoded.data.decode("utf-8", "replace")
+    text = decoded.text
+    if not text or text == parent.text:
+        return None
+    if keywords is None:
+        return text
+    if not decoder.text_transform:
+        # A whole new text (base64): worth it when it holds a keyword, plain or encoded, or is
+        # itself encoded again (nested base64, where no keyword form can be seen yet).
+        return text if keywords.matches(text) or _mostly_base64(text) else None
+    offsets = decoded.offsets
+    if offsets is None:
+        return text
+    # An escape decoder: worth it when the decoding changed text at or near a keyword.
+    for start, end in keywords.occurrences(text):
+        if offsets.touches(start, end, NEAR_BEFORE, NEAR_AFTER):
+            return text
+    # Or when it revealed an encoded keyword form that was itself escaped.
+    return text if keywords.matches(text) and not keywords.matches(parent.text) else None
+
+
+def _mostly_base64(text: str) -> bool:
+    """True when ``text`` is essentially one base64 run (the next layer of nested base64)."""
+    stripped = text.strip()
+    if len(stripped) < base64_.MIN_RUN:
+        return False
+    run = max((end - start for start, end, _ in base64_._runs(stripped)), default=0)
+    return run >= 0.9 * len(stripped)
 
 
 def encoded_keyword_patterns(keywords: Iterable[str]) -> list[str]:
-    """RE2 patterns matching the encoded forms of ``keywords`` (for the prefilter)."""
-    return []
+    """RE2 patterns matching the encoded forms of ``keywords`` (for the prefilter).
+
+    * Whole-keyword forms from decoders that re-encode a whole run: base64 at its three byte
+      alignments.
+    * Escaped punctuation, the way serialisers write it: each non-alphanumeric keyword character
+      in any escape form next to the alphanumeric run beside it (``ghp\\u005f``,
+      ``%2DBEGIN``, ``sk&#45;ant``).
+    * Fully escaped keywords (every character ``\\u00XX`` or ``%XX``): their first characters.
+
+    The patterns are a superset filter, kept small on purpose: RE2 compiles the alternation for
+    every Arrow array it filters, and a compact pattern keeps that cost negligible.
+    """
+    patterns: list[str] = []
+    for keyword in dict.fromkeys(keywords):
+        if not keyword:
+            continue
+        for decoder in DECODERS.values():
+            patterns.extend(decoder.keyword_forms(keyword))
+        patterns.extend(_escaped_punctuation(keyword))
+        head = keyword[:FULLY_ESCAPED_CHARS]
+        for decoder in DECODERS.values():
+            forms = [decoder.char_forms(char) for char in head]
+            if all(len(f) == 1 for f in forms):
+                patterns.append("".join(f[0] for f in forms))
+    return list(dict.fromkeys(patterns))
+
+
+# How many leading characters of a fully escaped keyword the prefilter looks for.
+FULLY_ESCAPED_CHARS = 4
+
+
+def _re2_literal(text: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "\\" + c for c in text)
+
+
+def _escaped_punctuation(keyword: str) -> list[str]:
+    """Patterns for ``keyword`` with one punctuation character escaped, anchored on its alphanumeric neighbour."""
+    out: list[str] = []
+    for i, char in enumerate(keyword):
+        if char.isalnum():
+            continue
+        forms = [form for decoder in DECODERS.values() for form in decoder.char_forms(char)]
+        if not forms:
+            continue
+        escaped = "(?:" + "|".join(forms) + ")"
+        left = i
+        while left > 0 and keyword[left - 1].isalnum():
+            left -= 1
+        right = i + 1
+        while right < len(keyword) and keyword[right].isalnum():
+            right += 1
+        if left < i:
+            out.append(_re2_literal(keyword[left:i]) + escaped)
+        elif right > i + 1:
+            out.append(escaped + _re2_literal(keyword[i + 1 : right]))
+    return out

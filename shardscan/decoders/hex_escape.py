@@ -1,0 +1,45 @@
+"""``\\xNN`` byte escapes (C, Python, shell ``$'...'`` and ``printf``), decoded as UTF-8 in place."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, split_runs, substitute, utf8_or_none
+
+NAME = "hex-escape"
+
+_RUN = re.compile(r"(?:\\x[0-9A-Fa-f]{2})+")
+
+
+def _replace(match: re.Match[str]) -> str:
+    data = bytes.fromhex(match.group(0).replace("\\x", ""))
+    text = utf8_or_none(data)
+    return text if text is not None else data.decode("utf-8", "replace")
+
+
+def decode(request: DecodeRequest) -> Iterator[Decoded]:
+    """Yield the view with every run of ``\\xNN`` escapes decoded (nothing when it has none)."""
+    if "\\x" not in request.text:
+        return
+    decoded = substitute(request, _RUN, _replace)
+    if decoded is not None:
+        yield split_runs(decoded, 4)
+
+
+def encode(text: str) -> str:
+    """Every character as ``\\xNN`` escapes of its UTF-8 bytes."""
+    return "".join(f"\\x{b:02x}" for b in text.encode("utf-8", "surrogatepass"))
+
+
+def char_forms(char: str) -> list[str]:
+    """RE2 alternatives for a non-alphanumeric ``char`` as ``\\xNN`` escapes (either hex case).
+
+    Letters and digits are not byte-escaped in practice; leaving them out keeps the prefilter fast.
+    """
+    if char.isascii() and char.isalnum():
+        return []
+    return ["".join(r"\\x" + "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in f"{b:02X}") for b in char.encode())]
+
+
+DECODER = Decoder(name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True)
