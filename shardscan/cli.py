@@ -74,6 +74,9 @@ JobsOpt = Annotated[
 ]
 StatsOpt = Annotated[bool, typer.Option("--stats", help="Print where the time went (read, prefilter, gate, decode, match, verify) to standard error.")]
 DepthOpt = Annotated[int, typer.Option("--max-decode-depth", help="Nested decoding depth (0 disables decoding).")]
+DecodeBytesOpt = Annotated[
+    int, typer.Option("--max-decode-bytes", help="Characters of decoded text allowed per cell (beyond: a limit hit, exit 3).")
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Read every shard; neither use nor update the result cache.")]
 CacheDirOpt = Annotated[
     Path | None,
@@ -299,6 +302,7 @@ def scan(
     skip_unreadable: SkipOpt = False,
     regex_timeout: TimeoutOpt = 2.0,
     max_decode_depth: DepthOpt = 3,
+    max_decode_bytes: DecodeBytesOpt = DecodeLimits().max_bytes,
     allowlist: AllowlistOpt = None,
     no_allowlist: NoAllowlistOpt = False,
     fail_on_stale: FailOnStaleOpt = False,
@@ -334,11 +338,13 @@ def scan(
         )
         no_cache = True  # the cache holds only what reports hold; revealed values never go there
     ruleset = _load_rules(rules, disable)
-    if max_decode_depth < 0 or regex_timeout <= 0:
-        raise _fail("--max-decode-depth must be >= 0 and --regex-timeout > 0")
+    if max_decode_depth < 0 or max_decode_bytes < 0 or regex_timeout <= 0:
+        raise _fail("--max-decode-depth and --max-decode-bytes must be >= 0 and --regex-timeout > 0")
     jobs = _jobs(jobs)
     options = ScanOptions(
-        now=_parse_now(now), regex_timeout=regex_timeout, decode=DecodeLimits(max_depth=max_decode_depth),
+        now=_parse_now(now),
+        regex_timeout=regex_timeout,
+        decode=DecodeLimits(max_depth=max_decode_depth, max_bytes=max_decode_bytes),
         reveal_secrets=show_secrets,
     )
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)

@@ -105,7 +105,7 @@ class Scanner:
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(ruleset.keywords, encoded if decoding else ())
-        self.keywords = decoders.KeywordSet(ruleset.keywords, Prefilter.from_keywords(ruleset.keywords, encoded).pattern)
+        self.keywords = decoders.KeywordSet.build(ruleset.keywords)
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
         # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).
@@ -283,8 +283,12 @@ class Scanner:
         limits: list[str] = []
         raw: list[tuple[Candidate, int, int]] = []
         t = time.perf_counter()
+        budget = decoders.DecodeBudget.of(self.options.decode)
         for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
-            for view in decoders.views(window, self.options.decode, limits.append, self.keywords, continued=offset > 0):
+            views = decoders.views(
+                window, self.options.decode, limits.append, self.keywords, continued=offset > 0, budget=budget
+            )
+            for view in views:
                 rules = raw_rules if not view.encoding else self.rules
                 if not rules:
                     continue

@@ -9,9 +9,11 @@ plainly, or the decoding changed text right next to a keyword.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +23,7 @@ from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
 
 __all__ = [
     "DECODERS",
+    "DecodeBudget",
     "DecodeLimits",
     "Decoded",
     "Decoder",
@@ -40,10 +43,17 @@ DECODERS: dict[str, Decoder] = {
 }
 """Every decoder, by the name that appears in a finding's decode chain."""
 
-# A decoded change this close to a keyword (before it, after it) may be part of the secret:
+# A decoded change this close to a keyword may be part of the secret (a keyword can sit inside
+# one, as OpenAI's T3BlbkFJ does, or start it):
 # a PEM body's escaped line breaks, a JWT's percent-encoded dots, a dash inside a key.
-NEAR_BEFORE = 64
+NEAR_BEFORE = 512
 NEAR_AFTER = 2048
+# In a binary blob, the bytes read as text around each plain keyword (and at most this many).
+EXCERPT_BEFORE = 512
+EXCERPT_AFTER = 16 * 1024
+MAX_EXCERPTS = 64
+# Inputs longer than this are searched with RE2 (C++); shorter ones with Python's re.
+RE2_ABOVE = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,19 +101,60 @@ class KeywordSet:
     plain: tuple[str, ...]
     # RE2 alternation of the plain keywords and their encoded forms (the prefilter's pattern).
     pattern: str
+    # RE2 alternation of the plain keywords only.
+    plain_pattern: str = ""
+
+    @property
+    def plain_bytes(self) -> tuple[bytes, ...]:
+        """The plain keywords as UTF-8 bytes."""
+        return tuple(k.encode("utf-8") for k in self.plain)
+
+    @classmethod
+    def build(cls, keywords: Iterable[str]) -> KeywordSet:
+        """Plain keywords and their encoded forms as one RE2 alternation."""
+        plain = tuple(dict.fromkeys(k for k in keywords if k))
+        literals = sorted({_re2_literal(k) for k in plain})
+        parts = literals + sorted(set(encoded_keyword_patterns(plain)))
+        return cls(plain, "|".join(parts), "|".join(literals))
+
+    def binary_excerpts(self, data: bytes) -> str | None:
+        """Text around each plain keyword in a binary blob (None when there is none)."""
+        if len(data) > RE2_ABOVE:
+            if not _re2_search(self.plain_pattern, data):
+                return None
+        elif not any(needle in data for needle in self.plain_bytes):
+            return None
+        spans: list[list[int]] = []
+        for keyword in self.plain:
+            needle = keyword.encode("utf-8")
+            at = data.find(needle)
+            while at >= 0 and len(spans) < MAX_EXCERPTS:
+                spans.append([max(0, at - EXCERPT_BEFORE), min(len(data), at + EXCERPT_AFTER)])
+                at = data.find(needle, at + 1)
+        if not spans:
+            return None
+        spans.sort()
+        merged = [spans[0]]
+        for lo, hi in spans[1:]:
+            if lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        # Excerpts are separated by a blank line, so no match can span two of them.
+        return "\n\n".join(data[lo:hi].decode("utf-8", "replace") for lo, hi in merged)
 
     def matches(self, value: str | bytes) -> bool:
-        """True when ``value`` holds a keyword in plain or encoded form (one RE2 pass, in C++)."""
-        if not self.pattern:
-            return False
-        if isinstance(value, str):
-            try:
-                array = pa.array([value], pa.large_string())
-            except (pa.ArrowException, UnicodeEncodeError):
-                array = pa.array([value.encode("utf-8", "replace")], pa.large_binary())
-        else:
-            array = pa.array([value], pa.large_binary())
-        return bool(pc.match_substring_regex(array, self.pattern)[0].as_py())
+        """True when ``value`` holds a keyword in plain or encoded form.
+
+        Small texts are searched with the pattern compiled once for Python's ``re``; big ones with
+        RE2 in C++ (pyarrow compiles it per call, which only pays off on big inputs).
+        """
+        if len(value) > RE2_ABOVE:
+            return _re2_search(self.pattern, value)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        return _compiled(self.pattern).search(value) is not None
+
 
     def occurrences(self, text: str) -> Iterator[tuple[int, int]]:
         """Spans of every plain keyword occurrence in ``text``."""
@@ -118,6 +169,38 @@ class KeywordSet:
         return tuple(text.count(k) for k in self.plain)
 
 
+@lru_cache(maxsize=8)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _re2_search(pattern: str, value: str | bytes) -> bool:
+    """One RE2 search of ``pattern`` in ``value`` through pyarrow (C++ speed on big blobs)."""
+    if not pattern:
+        return False
+    if isinstance(value, str):
+        try:
+            array = pa.array([value], pa.large_string())
+        except (pa.ArrowException, UnicodeEncodeError):
+            array = pa.array([value.encode("utf-8", "replace")], pa.large_binary())
+    else:
+        array = pa.array([value], pa.large_binary())
+    return bool(pc.match_substring_regex(array, pattern)[0].as_py())
+
+
+@dataclass(slots=True)
+class DecodeBudget:
+    """What is left of a cell's decoding allowance; shared by the scan windows of one cell."""
+
+    chars: int
+    views: int
+
+    @classmethod
+    def of(cls, limits: DecodeLimits) -> DecodeBudget:
+        """A full budget for one cell."""
+        return cls(limits.max_bytes, limits.max_views)
+
+
 def views(
     text: str,
     limits: DecodeLimits,
@@ -125,12 +208,14 @@ def views(
     keywords: KeywordSet | None = None,
     *,
     continued: bool = False,
+    budget: DecodeBudget | None = None,
 ) -> Iterator[View]:
     """Yield the raw view of ``text``, then its decoded views within ``limits``, breadth first.
 
     With ``keywords``, a decoded view is kept only where it can pay off (see the module
     docstring); without, every decoding is kept (within the limits). ``continued`` says ``text``
-    is a window of a longer cell, so an encoded run at its start may be cut mid-quantum.
+    is a window of a longer cell, so an encoded run at its start may be cut mid-quantum; the
+    windows of one cell share one ``budget`` (default: a fresh one for ``text``).
 
     Every limit hit is reported through ``on_limit``, once per kind, with a message that holds no
     cell content. A limit is only reported when the decoding it stopped could have paid off, so
@@ -147,8 +232,7 @@ def views(
             reported.add(kind)
             on_limit(message)
 
-    budget = limits.max_bytes
-    made = 0
+    budget = budget if budget is not None else DecodeBudget.of(limits)
     queue: deque[View] = deque([root])
     while queue:
         view = queue.popleft()
@@ -162,14 +246,14 @@ def views(
                 if depth >= limits.max_depth:
                     hit("depth", f"decoding: depth limit ({limits.max_depth}) reached with encoded text left")
                     break
-                if len(child_text) > budget:
+                if len(child_text) > budget.chars:
                     hit("bytes", f"decoding: byte budget ({limits.max_bytes} characters per cell) exhausted")
                     continue
-                if made >= limits.max_views:
+                if budget.views <= 0:
                     hit("views", f"decoding: view limit ({limits.max_views} per cell) reached")
                     break
-                budget -= len(child_text)
-                made += 1
+                budget.chars -= len(child_text)
+                budget.views -= 1
                 child = View(
                     child_text,
                     view.encoding + (decoded.name or decoder.name,),
@@ -192,10 +276,9 @@ def _safe(decoder: Decoder, request: DecodeRequest) -> Iterator[Decoded]:
 def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: KeywordSet | None) -> str | None:
     """The text of a decoded segment when a view of it can pay off, else None."""
     if decoded.data is not None:
-        # Not UTF-8: only worth reading as text when a keyword sits in the bytes (images never do).
-        if keywords is None or not keywords.matches(decoded.data):
-            return None
-        return decoded.data.decode("utf-8", "replace")
+        # Not UTF-8 (an image, an archive): only the surroundings of plain keywords in the bytes
+        # are read as text, so a big blob costs one C-speed search and never a big view.
+        return None if keywords is None else keywords.binary_excerpts(decoded.data)
     text = decoded.text
     if not text or text == parent.text:
         return None
@@ -204,7 +287,7 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
     if not decoder.text_transform:
         # A whole new text (base64): worth it when it holds a keyword, plain or encoded, or is
         # itself encoded again (nested base64, where no keyword form can be seen yet).
-        return text if keywords.matches(text) or _mostly_base64(text) else None
+        return text if keywords.matches(text) or base64_.mostly_base64(text) else None
     offsets = decoded.offsets
     if offsets is None:
         return text
@@ -214,15 +297,6 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
             return text
     # Or when it revealed an encoded keyword form that was itself escaped.
     return text if keywords.matches(text) and not keywords.matches(parent.text) else None
-
-
-def _mostly_base64(text: str) -> bool:
-    """True when ``text`` is essentially one base64 run (the next layer of nested base64)."""
-    stripped = text.strip()
-    if len(stripped) < base64_.MIN_RUN:
-        return False
-    run = max((end - start for start, end, _ in base64_._runs(stripped)), default=0)
-    return run >= 0.9 * len(stripped)
 
 
 def encoded_keyword_patterns(keywords: Iterable[str]) -> list[str]:

@@ -151,10 +151,11 @@ def utf8_or_none(data: bytes) -> str | None:
 
 
 def split_runs(decoded: Decoded, width: int) -> Decoded:
-    """Split map entries of escape runs that decoded one ``width``-character escape per character.
+    """Split map entries of byte-escape runs into one entry per decoded character.
 
-    Runs of byte escapes are decoded together (a character may take several bytes); where every
-    escape was one character, per-character entries keep offsets exact inside the run.
+    Runs of byte escapes (``%E2%80%93``, ``\\xe2\\x80\\x93``) are decoded together, since a
+    character may take several bytes; where the run decoded cleanly, each character gets its own
+    entry (its UTF-8 length times ``width`` escape characters), so offsets stay exact inside runs.
     """
     offsets = decoded.offsets
     if offsets is None:
@@ -165,15 +166,19 @@ def split_runs(decoded: Decoded, width: int) -> Decoded:
     se: list[int] = []
     entries = zip(offsets.dec_starts, offsets.dec_ends, offsets.src_starts, offsets.src_ends, strict=True)
     for d0, d1, s0, s1 in entries:
-        if (s1 - s0) == width * (d1 - d0):
-            ds.extend(range(d0, d1))
-            de.extend(range(d0 + 1, d1 + 1))
-            ss.extend(range(s0, s1, width))
-            se.extend(range(s0 + width, s1 + width, width))
-        else:
+        sizes = [len(c.encode("utf-8", "surrogatepass")) * width for c in decoded.text[d0:d1]]
+        if sum(sizes) != s1 - s0:  # replacement characters: keep the run whole
             ds.append(d0)
             de.append(d1)
             ss.append(s0)
             se.append(s1)
+            continue
+        src = s0
+        for k, size in enumerate(sizes):
+            ds.append(d0 + k)
+            de.append(d0 + k + 1)
+            ss.append(src)
+            se.append(src + size)
+            src += size
     split = OffsetMap(tuple(ds), tuple(de), tuple(ss), tuple(se))
     return Decoded(decoded.start, decoded.end, decoded.text, split)

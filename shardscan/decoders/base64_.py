@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import re
 from collections.abc import Iterator
 
@@ -20,20 +21,27 @@ URL_NAME = "base64url"
 # The shortest credential a rule reports is 20 characters (an AWS key ID): 28 base64 characters.
 MIN_RUN = 24
 # Wrapped base64 (``base64`` wraps at 76, PEM at 64): lines of one length, separated by real
-# or JSON-escaped line breaks, the last line no longer than the others.
-_RUN = re.compile(r"[A-Za-z0-9+/_-]{%d,}(?:(?:\r?\n|\\r\\n|\\n)[ \t]*[A-Za-z0-9+/_-]{4,})*={0,2}" % MIN_RUN)
+# or JSON-escaped line breaks, the last line no longer than the others. The leading boundary
+# character makes a failed attempt cost one step inside a word instead of a rescan of its tail.
+_RUN = re.compile(
+    r"[^A-Za-z0-9+/_-]([A-Za-z0-9+/_-]{%d,}(?:(?:\r?\n|\\r\\n|\\n)[ \t]*[A-Za-z0-9+/_-]+)*={0,2})" % MIN_RUN
+)
 _BREAK = re.compile(r"(?:\r?\n|\\r\\n|\\n)[ \t]*")
-_URL_ONLY = frozenset("-_")
-_STD_ONLY = frozenset("+/")
 _URL_TO_STD = str.maketrans("-_", "+/")
+# Base64 of image formats' magic bytes (PNG, JPEG, GIF, WebP): screenshots are common in traces,
+# and pixels hold no text credential, so these runs are not decoded at all.
+IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGODdh", "R0lGODlh", "UklGR")
+_HEX_LOWER = "0123456789abcdef"
+_HEX_UPPER = "0123456789ABCDEF"
+_B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 
 
-def _runs(text: str) -> Iterator[tuple[int, int, str]]:
+def runs(text: str) -> Iterator[tuple[int, int, str]]:
     """Yield (start, end, joined base64 characters) of each plausible run, cut where wrapping stops."""
-    for match in _RUN.finditer(text):
-        start, end = match.span()
-        body = match.group(0)
-        breaks = list(_BREAK.finditer(body))
+    for match in _RUN.finditer(" " + text):
+        start, end = match.start(1) - 1, match.end(1) - 1
+        body = match.group(1)
+        breaks = list(_BREAK.finditer(body)) if "\n" in body or "\\n" in body else []
         if breaks:
             first = breaks[0].start()
             if first % 4 or first < 16:
@@ -51,20 +59,30 @@ def _runs(text: str) -> Iterator[tuple[int, int, str]]:
                     cursor = brk.end()
                 else:
                     line = body[cursor:]
-                if len(line) <= first and "=" not in line.rstrip("="):
+                # A shorter last line belongs to the run when it completes the last quantum.
+                complete = (first * len(pieces) + len(line.rstrip("="))) % 4 != 1
+                if len(line) <= first and complete and "=" not in line.rstrip("="):
                     pieces.append(line)
                     end = start + cursor + len(line)
                 else:
                     end = start + cursor - (breaks[len(pieces) - 1].end() - breaks[len(pieces) - 1].start())
                 body = "".join(pieces)
-        yield start, end, body
+        if len(body) >= MIN_RUN:
+            yield start, end, body
+
+
+def mostly_base64(text: str) -> bool:
+    """True when ``text`` is essentially base64 (the next layer of nested base64)."""
+    if len(text) < MIN_RUN or not text.isascii():
+        return False
+    data = text.encode("ascii")
+    return len(data.translate(None, _B64_BYTES)) <= 0.05 * len(data)
 
 
 def decode_run(body: str, shift: int = 0) -> tuple[str, bytes] | None:
     """Decode joined base64 characters (standard or URL alphabet) into (decoder name, bytes)."""
-    chars = set(body)
-    url = bool(chars & _URL_ONLY)
-    if url and chars & _STD_ONLY:
+    url = "-" in body or "_" in body
+    if url and ("+" in body or "/" in body):
         return None  # two alphabets mixed: a path or an identifier, not base64
     core = body[shift:].rstrip("=")
     if "=" in core or len(core) < MIN_RUN - 4:
@@ -81,23 +99,45 @@ def decode_run(body: str, shift: int = 0) -> tuple[str, bytes] | None:
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
     """Yield one segment per base64 run that decodes; non-UTF-8 blobs as bytes (``data``)."""
-    text = request.text
     within = request.within
-    for start, end, body in _runs(text):
+    for start, end, body in runs(request.text):
         if within is not None and not within.touches(start, end):
             continue  # unchanged by the parent's decoding: decoded at the parent already
-        # A run cut by a window boundary may start mid-quantum: try every alignment.
-        shifts = range(4) if request.continued and start == 0 else (0,)
-        for shift in shifts:
-            decoded = decode_run(body, shift)
-            if decoded is None:
-                continue
-            name, data = decoded
-            as_text = utf8_or_none(data)
-            if as_text is None:
-                yield Decoded(start, end, "", data=data, name=name)
-            else:
-                yield Decoded(start, end, as_text, name=name)
+        if body.startswith(IMAGE_MAGIC) or not body.strip(_HEX_LOWER) or not body.strip(_HEX_UPPER):
+            continue  # an image, or a hash / commit id (hex digits are base64 characters too)
+        shift = _alignment(body) if request.continued and start == 0 else 0
+        decoded = decode_run(body, shift)
+        if decoded is None:
+            continue
+        name, data = decoded
+        as_text = utf8_or_none(data)
+        if as_text is None:
+            yield Decoded(start, end, "", data=data, name=name)
+        else:
+            yield Decoded(start, end, as_text, name=name)
+
+
+def _alignment(body: str) -> int:
+    """For a run cut by a scan window, the character shift at which its start decodes as text.
+
+    A cut run may start mid-quantum; a probe of its first characters at each shift finds the one
+    that reads as UTF-8 (a character cut at either end of the probe is forgiven). Binary blobs
+    read at none, and keep shift 0.
+    """
+    for shift in range(4):
+        probe = decode_run(body[shift : shift + 4096], 0)
+        if probe is None:
+            continue
+        data = probe[1].lstrip(_CONTINUATION)
+        try:
+            codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+        except UnicodeDecodeError:
+            continue
+        return shift
+    return 0
+
+
+_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 def encode(text: str) -> str:

@@ -1,0 +1,176 @@
+"""Each decoder on its own: exact decoded text, exact offset maps, registry and keyword forms."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from shardscan import decoders
+from shardscan.decoders import DECODERS, DecodeLimits, KeywordSet, View, encoded_keyword_patterns, views
+from shardscan.decoders.base import DecodeRequest, OffsetMap
+from shardscan.ruleset import load_ruleset
+
+
+def decode_one(name: str, text: str) -> list:
+    return list(DECODERS[name].decode(DecodeRequest(text)))
+
+
+def test_registry_names_match_decoder_records():
+    assert list(DECODERS) == ["json-string", "percent", "base64", "html-entity", "hex-escape"]
+    for name, decoder in DECODERS.items():
+        assert decoder.name == name
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("json-string", r"a\nb\"c\\d\/e\tf", 'a\nb"c\\d/e\tf'),
+        ("json-string", r"\u002d\u002DBEGIN", "--BEGIN"),
+        ("json-string", r"smile \ud83d\ude00!", "smile \U0001f600!"),
+        ("json-string", r"lone \ud800 surrogate", "lone \ufffd surrogate"),
+        ("json-string", r"\\n stays an escape one level down", "\\n stays an escape one level down"),
+        ("percent", "a%2Db%2db%E2%80%93c+d", "a-b-b\u2013c+d"),
+        ("percent", "bad %FF byte", "bad \ufffd byte"),
+        ("html-entity", "&lt;a&gt; &amp;&#45;&#x2D;&hyphen; &bogus;", "<a> &--\u2010 &bogus;"),
+        ("html-entity", "&#0; &#xD800; &#1114112;", "\ufffd \ufffd \ufffd"),
+        ("hex-escape", r"\x67\x68p\x5f and \xe2\x80\x93", "ghp_ and \u2013"),
+    ],
+)
+def test_escape_decoders_decode_in_place(name, text, expected):
+    [decoded] = decode_one(name, text)
+    assert decoded.text == expected
+    assert (decoded.start, decoded.end) == (0, len(text))
+
+
+@pytest.mark.parametrize("name", ["json-string", "percent", "html-entity", "hex-escape"])
+def test_escape_decoders_yield_nothing_without_escapes(name):
+    assert decode_one(name, "plain text, 100% normal & fine \\q") == []
+
+
+def test_offset_map_maps_spans_to_the_whole_escapes():
+    text = r"key=ghp\u005fabc\u002d!"
+    [decoded] = decode_one("json-string", text)
+    assert decoded.text == "key=ghp_abc-!"
+    offsets = decoded.offsets
+    # "ghp_abc" in the decoded text covers "ghp\u005fabc" in the original.
+    start = decoded.text.index("ghp_")
+    assert (offsets.start_in_parent(start), offsets.end_in_parent(start + 7)) == (4, 4 + len(r"ghp\u005fabc"))
+    # A span starting inside an escape starts at the escape; one ending inside it ends after it.
+    assert offsets.start_in_parent(7) == text.index("\\u005f")
+    assert offsets.end_in_parent(8) == text.index("abc")
+    # After the last escape offsets shift by what the escapes saved.
+    assert offsets.start_in_parent(len(decoded.text) - 1) == len(text) - 1
+
+
+def test_percent_runs_keep_per_character_offsets():
+    text = "t=%67%68%70%5Fx"
+    [decoded] = decode_one("percent", text)
+    assert decoded.text == "t=ghp_x"
+    offsets = decoded.offsets
+    assert (offsets.start_in_parent(3), offsets.end_in_parent(5)) == (5, 11)  # "hp" is "%68%70"
+
+
+def test_view_original_span_walks_the_chain():
+    raw = "x " + base64.b64encode(json.dumps({"k": "a\nghp_token"}).encode()).decode() + " y"
+    [b64] = [v for v in views(raw, DecodeLimits(), lambda m: None) if v.encoding == ("base64",)]
+    # A base64 view maps any span to the whole run.
+    assert b64.original_span(3, 5) == (2, len(raw) - 2)
+    root = View("ab\\ncd")
+    [child] = [v for v in views(root.text, DecodeLimits(), lambda m: None) if v.encoding]
+    assert child.text == "ab\ncd"
+    assert child.original_span(3, 5) == (4, 6)
+
+
+@pytest.mark.parametrize(
+    ("body", "name"),
+    [
+        (base64.b64encode(b"export TOKEN=hello-world-value\n").decode(), "base64"),
+        (base64.b64encode(b"export TOKEN=hello-world-value\n").decode().rstrip("="), "base64"),
+        (base64.urlsafe_b64encode(b"\xfb\xff export TOKEN=hello-world-value~~").decode().rstrip("="), "base64url"),
+    ],
+)
+def test_base64_runs_padded_unpadded_and_url(body, name):
+    text = f"echo {body} | base64 -d"
+    decoded = decode_one("base64", text)
+    [segment] = [d for d in decoded if (d.start, d.end) == (5, 5 + len(body))]
+    assert segment.name == name
+    value = segment.text or segment.data.decode("utf-8", "replace")
+    assert "export TOKEN=hello-world-value" in value
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\\n"])
+def test_base64_line_wrapped_runs_are_joined(newline):
+    payload = ("line of text that makes a long file %d\n" * 12 % tuple(range(12))).encode()
+    encoded = base64.encodebytes(payload).decode().rstrip("\n")  # 76-column lines
+    assert "\n" in encoded
+    wrapped = encoded.replace("\n", newline)
+    text = f"$ base64 notes.txt\n{wrapped}\n$ "
+    [segment] = decode_one("base64", text)
+    assert segment.text == payload.decode()
+    assert (segment.start, segment.end) == (text.index(wrapped), text.index(wrapped) + len(wrapped))
+
+
+def test_base64_skips_short_runs_hashes_and_images():
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4).decode()
+    text = f"sha256:{'ab12' * 16} commit {'0123456789ABCDEF' * 3} short dGVzdA== data:image/png;base64,{png}"
+    assert decode_one("base64", text) == []
+
+
+def test_base64_mixed_alphabets_are_not_base64():
+    assert decode_one("base64", "path /usr/lib/python3_11/site-packages/some_module/x") == []
+
+
+@pytest.mark.parametrize("keyword", sorted(load_ruleset().keywords))
+@pytest.mark.parametrize("align", [0, 1, 2])
+@pytest.mark.parametrize("url", [False, True])
+def test_base64_keyword_forms_match_every_alignment(keyword, align, url):
+    """The prefilter pattern matches base64 of the keyword at each byte offset, in both alphabets."""
+    data = b"\xfb\xef\xbe"[:align] + keyword.encode() + b"\xff\xfe\xfd0123456789"
+    encoded = (base64.urlsafe_b64encode if url else base64.b64encode)(data).decode()
+    pattern = "|".join(encoded_keyword_patterns([keyword]))
+    assert pc.match_substring_regex(pa.array([encoded]), pattern)[0].as_py()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"ghp\u005f0123", "ghp%5F0123", "ghp&#95;0123", r"ghp\x5f0123", r"\u002d\u002d\u002d\u002d\u002dBEGIN",
+        "%2D%2D%2D%2D%2DBEGIN", r"\u0041\u004b\u0049\u0041", "%41%4B%49%41", r"sk\u002dant\u002dapi03",
+    ],
+)
+def test_escaped_keyword_forms_reach_the_prefilter(text):
+    keywords = load_ruleset().keywords
+    pattern = "|".join(encoded_keyword_patterns(keywords))
+    assert pc.match_substring_regex(pa.array([text]), pattern)[0].as_py()
+    assert KeywordSet.build(keywords).matches(text)
+
+
+def test_escaped_forms_do_not_match_ordinary_text():
+    keywords = load_ruleset().keywords
+    pattern = "|".join(encoded_keyword_patterns(keywords))
+    ordinary = [r'{"path": "C:\\Users\\dev", "q": "a%20b&amp;c"}', "pip install -r requirements.txt", "x" * 1000]
+    assert not any(pc.match_substring_regex(pa.array(ordinary), pattern).to_pylist())
+
+
+def test_views_disabled_at_depth_zero():
+    text = base64.b64encode(b"ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").decode()
+    assert [v.encoding for v in views(text, DecodeLimits(max_depth=0), lambda m: None)] == [()]
+
+
+def test_keyword_gate_drops_decodings_that_cannot_pay_off():
+    keywords = KeywordSet.build(load_ruleset().keywords)
+    # Escapes far from any keyword, and base64 of text without one: no decoded view.
+    text = "hf_hub_download " + "x" * 3000 + r" \n\t\"quoted\" " + base64.b64encode(b"just some harmless text here").decode()
+    assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, keywords)] == [()]
+    # The same escapes next to a keyword: a json-string view.
+    text = r'{"key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----"}'
+    assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, keywords)] == [(), ("json-string",)]
+
+
+def test_decoders_module_exports():
+    assert decoders.DecodeLimits().max_depth == 3
+    assert isinstance(OffsetMap((0,), (1,), (0,), (6,)).start_in_parent(0), int)
