@@ -283,12 +283,18 @@ class Scanner:
         limits: list[str] = []
         raw: list[tuple[Candidate, int, int]] = []
         t = time.perf_counter()
+        decoding = 0.0  # time spent producing decoded views, reported as its own stage
         budget = decoders.DecodeBudget.of(self.options.decode)
         for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
             views = decoders.views(
                 window, self.options.decode, limits.append, self.keywords, continued=offset > 0, budget=budget
             )
-            for view in views:
+            while True:
+                since = time.perf_counter()
+                view = next(views, None)
+                decoding += time.perf_counter() - since
+                if view is None:
+                    break
                 rules = raw_rules if not view.encoding else self.rules
                 if not rules:
                     continue
@@ -298,7 +304,8 @@ class Scanner:
                         raw.append((cand, offset + start, offset + end))
                 except RegexTimeout as err:
                     limits.append(f"rule {err.rule_id}: pattern time limit ({self.options.regex_timeout:g}s) exceeded")
-        t = timer.add("match", t)
+        timer.totals["decode"] += decoding
+        t = timer.add("match", t + decoding)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
         kept = _deduplicate(raw, self.ruleset)
         spans = [(s, e, preview(c.secret)) for c, s, e in kept]

@@ -238,7 +238,13 @@ def views(
         view = queue.popleft()
         depth = len(view.encoding)
         request = DecodeRequest(view.text, within=view.offsets, continued=continued and view is root)
+        near: list[tuple[int, int]] | None = None  # keyword spans in this view, found once
         for decoder in DECODERS.values():
+            if keywords is not None and view.offsets is None and decoder.text_transform:
+                if near is None and decoder.trigger in view.text:
+                    near = list(keywords.occurrences(view.text))
+                if not _may_pay(decoder, view.text, near or []):
+                    continue
             for decoded in _safe(decoder, request):
                 child_text = _worth_it(decoder, view, decoded, keywords)
                 if child_text is None:
@@ -263,6 +269,22 @@ def views(
                 )
                 yield child
                 queue.append(child)
+
+
+def _may_pay(decoder: Decoder, text: str, occurrences: list[tuple[int, int]]) -> bool:
+    """Cheap test before running an escape decoder on a whole text (raw or base64-decoded).
+
+    Most candidate cells are escaped JSON whose escapes are nowhere near a keyword; decoding them
+    would be thrown away by :func:`_worth_it`, so the decoder is not run at all.
+    """
+    if not decoder.trigger:
+        return True
+    trigger = decoder.trigger
+    if trigger not in text:
+        return False
+    if decoder.reveal is not None and decoder.reveal.search(text):
+        return True
+    return any(text.find(trigger, max(0, start - NEAR_BEFORE), end + NEAR_AFTER) >= 0 for start, end in occurrences)
 
 
 def _safe(decoder: Decoder, request: DecodeRequest) -> Iterator[Decoded]:
@@ -312,12 +334,11 @@ def encoded_keyword_patterns(keywords: Iterable[str]) -> list[str]:
     The patterns are a superset filter, kept small on purpose: RE2 compiles the alternation for
     every Arrow array it filters, and a compact pattern keeps that cost negligible.
     """
+    keywords = [k for k in dict.fromkeys(keywords) if k]
     patterns: list[str] = []
-    for keyword in dict.fromkeys(keywords):
-        if not keyword:
-            continue
-        for decoder in DECODERS.values():
-            patterns.extend(decoder.keyword_forms(keyword))
+    for decoder in DECODERS.values():
+        patterns.extend(decoder.keyword_forms(keywords))
+    for keyword in keywords:
         patterns.extend(_escaped_punctuation(keyword))
         head = keyword[:FULLY_ESCAPED_CHARS]
         for decoder in DECODERS.values():

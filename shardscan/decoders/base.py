@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 
@@ -85,16 +85,21 @@ class Decoder:
 
     ``decode`` yields the decoded segments of a text (never raising on any input); ``encode`` is its
     inverse (tests round-trip through it); ``keyword_forms`` gives RE2 patterns for the encoded
-    forms of a keyword, so the Arrow prefilter can select cells that hold a keyword only encoded.
+    forms of the keywords, so the Arrow prefilter can select cells that hold a keyword only encoded.
     ``char_forms`` (for escape decoders) gives RE2 alternatives for one escaped character.
     """
 
     name: str
     decode: Callable[[DecodeRequest], Iterator[Decoded]]
     encode: Callable[[str], str]
-    keyword_forms: Callable[[str], list[str]] = field(default=lambda _k: [])
+    keyword_forms: Callable[[Sequence[str]], list[str]] = field(default=lambda _k: [])
     char_forms: Callable[[str], list[str]] = field(default=lambda _c: [])
     text_transform: bool = False
+    # Escape decoders: the text every escape starts with, and a pattern for escapes of keyword
+    # characters. Decoding a text pays off only when one of its escapes lies near a keyword or
+    # ``reveal`` matches (a keyword written with escapes); otherwise the decoder is not run.
+    trigger: str = ""
+    reveal: re.Pattern[str] | None = None
 
 
 def substitute(

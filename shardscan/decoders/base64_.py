@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, utf8_or_none
 
@@ -32,46 +33,48 @@ _URL_TO_STD = str.maketrans("-_", "+/")
 # and pixels hold no text credential, so these runs are not decoded at all.
 IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGODdh", "R0lGODlh", "UklGR")
 _HEX_LOWER = "0123456789abcdef"
-_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
-_B64_STAR = re.compile(r"[A-Za-z0-9+/_=-]*")
+_RUN_MAP = bytes(
+    ord("A") if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else ord(" ") for b in range(256)
+)
+_RUN_NEEDLE = b"A" * MIN_RUN
 _HEX_UPPER = "0123456789ABCDEF"
 _B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 
 
-def _image_spans(padded: str) -> list[tuple[int, int]]:
-    """Spans of base64 images in ``padded``: found by their magic with C-speed ``find`` and skipped
-    whole, so the run pattern never walks through screenshot data."""
-    spans: list[tuple[int, int]] = []
-    for magic in IMAGE_MAGIC:
-        at = padded.find(magic)
-        while at > 0:
-            end = at
-            if padded[at - 1] not in _B64_CHARS:
-                end = _B64_STAR.match(padded, at).end()
-                spans.append((at, end))
-            at = padded.find(magic, max(end, at + 1))
-    spans.sort()
-    return spans
-
-
 def runs(text: str) -> Iterator[tuple[int, int, str]]:
-    """Yield (start, end, joined base64 characters) of each plausible run, cut where wrapping stops."""
+    """Yield (start, end, joined base64 characters) of each plausible run, cut where wrapping stops.
+
+    Runs are located in C: the text is mapped to one byte per character (base64 characters to
+    ``A``, everything else to a space; non-ASCII characters count as one byte each, so offsets are
+    kept) and searched with ``bytes.find``. Only real runs reach the run pattern, and screenshot
+    runs (image magic) are skipped without being walked character by character.
+    """
+    mapped = text.encode("ascii", "replace").translate(_RUN_MAP)
     padded = " " + text
-    cursor = 0
-    pieces = []
-    for lo, hi in _image_spans(padded):
-        if lo > cursor:
-            pieces.append((cursor, lo))
-        cursor = max(cursor, hi)
-    pieces.append((cursor, len(padded)))
-    for lo, hi in pieces:
-        yield from _runs_in(padded, lo, hi)
+    pos = 0
+    while True:
+        start = mapped.find(_RUN_NEEDLE, pos)
+        if start < 0:
+            return
+        if text.startswith(IMAGE_MAGIC, start):
+            end = mapped.find(b" ", start)
+            pos = len(mapped) if end < 0 else end
+            continue
+        found = False
+        for run in _runs_in(padded, start, len(padded)):
+            found = True
+            pos = run[1]
+            yield run
+            break
+        if not found:
+            end = mapped.find(b" ", start)
+            pos = len(mapped) if end < 0 else end
 
 
 def _runs_in(padded: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
-    # ``padded[lo]`` is the leading space or the character that ended a skipped image: either
-    # way a boundary the run pattern can start on.
-    for match in _RUN.finditer(padded, lo, hi):
+    # ``padded[lo]`` is the character before the run: a boundary the run pattern starts on.
+    match = _RUN.match(padded, lo, hi)
+    if match is not None:
         start, end = match.start(1) - 1, match.end(1) - 1
         body = match.group(1)
         breaks = list(_BREAK.finditer(body)) if "\n" in body or "\\n" in body else []
@@ -190,53 +193,96 @@ def _char_class(values: set[int]) -> str:
     return "[" + chars.replace("\\-", "-").replace("-", "\\-") + "]"
 
 
-def keyword_forms(keyword: str) -> list[str]:
-    """RE2 patterns for ``keyword`` inside base64 or base64url, at each of the three byte alignments.
+# Keywords longer than this are context words (``aws_secret_access_key``), not the start of a
+# secret: a base64-encoded secret is found through its own prefix (``AKIA``) instead.
+CONTEXT_KEYWORD_CHARS = 12
 
-    Characters only partly fixed by the keyword become classes (trailing) or are dropped
-    (leading); characters not fixed at all are dropped. Forms with fewer than three fully fixed
-    characters are not selective enough to be worth a prefilter branch and are left out.
+
+def keyword_forms(keywords: Sequence[str]) -> list[str]:
+    """RE2 patterns for the ``keywords`` inside base64 or base64url, at each of the three byte alignments.
+
+    Keywords of one length that differ in one byte are merged first (``ghp_``, ``gho_``, ``ghu_``
+    become ``gh[pou]_``), and long keywords are cut to their first bytes: fewer, shorter
+    alternatives keep the RE2 automaton fast. Characters only partly fixed by a keyword become
+    classes (trailing) or are dropped (leading); characters not fixed at all are dropped. Forms
+    with fewer than three fully fixed characters are not selective enough and are left out.
     """
-    # A long keyword's first bytes are as selective as all of it, and a shorter pattern is faster.
-    data = keyword.encode("utf-8")[:KEYWORD_BYTES]
+    datas = [k.encode("utf-8")[:KEYWORD_BYTES] for k in dict.fromkeys(keywords) if 0 < len(k) <= CONTEXT_KEYWORD_CHARS]
     forms: list[str] = []
+    for pattern, members in _merge([([{b} for b in data], [data]) for data in dict.fromkeys(datas)]):
+        merged = _forms(pattern)
+        for align, form in enumerate(merged):
+            if form is not None:
+                forms.append(form)
+            else:
+                # Merging blurred this alignment below three fixed characters: keep each keyword's own.
+                forms.extend(f for data in members if (f := _forms([{b} for b in data])[align]) is not None)
+    return list(dict.fromkeys(forms))
+
+
+def _merge(patterns: list[tuple[list[set[int]], list[bytes]]]) -> list[tuple[list[set[int]], list[bytes]]]:
+    """Merge byte patterns of one length that differ in exactly one position, until none do.
+
+    Each pattern carries the keywords it stands for.
+    """
+    patterns = list(patterns)
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(patterns)):
+            for j in range(i + 1, len(patterns)):
+                (a, ma), (b, mb) = patterns[i], patterns[j]
+                if len(a) != len(b):
+                    continue
+                differing = [k for k in range(len(a)) if a[k] != b[k]]
+                if len(differing) == 1:
+                    k = differing[0]
+                    patterns[i] = (a[:k] + [a[k] | b[k]] + a[k + 1 :], ma + mb)
+                    del patterns[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return patterns
+
+
+def _forms(pattern: list[set[int]]) -> list[str | None]:
+    """The form of one byte pattern (a set of possible bytes per position) at each alignment.
+
+    None where the alignment leaves fewer than three fully fixed characters.
+    """
+    forms: list[str | None] = []
     for align in range(3):
-        # Bit positions: known bits come from the keyword, the rest are free.
-        total = align + len(data)
+        total = align + len(pattern)
         total += -total % 3
-        known = [None] * align + list(data) + [None] * (total - align - len(data))
+        known: list[set[int] | None] = [None] * align + list(pattern) + [None] * (total - align - len(pattern))
         pieces: list[str] = []
         for q in range(0, total, 3):
             group = known[q : q + 3]
             for c in range(4):
-                values = set()
-                # Enumerate the 6 bits of output character c from the 24 bits of the group.
-                bits = []
-                for k in range(6):
-                    pos = 6 * c + k
-                    byte = group[pos // 8]
-                    bits.append(None if byte is None else (byte >> (7 - pos % 8)) & 1)
-                free = [k for k, b in enumerate(bits) if b is None]
-                if len(free) == 6:
+                # Output character c takes bits 6c..6c+5 of the group, from at most two bytes.
+                first, last = (6 * c) // 8, (6 * c + 5) // 8
+                if all(group[i] is None for i in range(first, last + 1)):
                     pieces.append("")
                     continue
-                for combo in range(1 << len(free)):
-                    value = 0
-                    for k, b in enumerate(bits):
-                        if b is None:
-                            b = (combo >> free.index(k)) & 1
-                        value = (value << 1) | b
-                    values.add(value)
+                values: set[int] = set()
+                choices = [sorted(group[i]) if group[i] is not None else range(256) for i in range(first, last + 1)]
+                for combo in itertools.product(*choices):
+                    word = 0
+                    for byte in combo:
+                        word = (word << 8) | byte
+                    shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
+                    values.add((word >> shift) & 0x3F)
                 pieces.append(_char_class(values))
-        # Leading characters not fully fixed by the keyword are dropped: a class there would let
-        # many ordinary characters start a match and slow the RE2 automaton down. Trailing ones
-        # stay as classes (they only narrow a match that has already started).
+        # Leading characters not fully fixed are dropped: a class there would let many ordinary
+        # characters start a match and slow the RE2 automaton down. Trailing ones stay as classes
+        # (they only narrow a match that has already started).
         while pieces and (pieces[0] == "" or pieces[0].startswith("[")):
             pieces.pop(0)
         while pieces and pieces[-1] == "":
             pieces.pop()
-        if sum(1 for piece in pieces if not piece.startswith("[")) >= 3 and "" not in pieces:
-            forms.append("".join(pieces))
+        selective = sum(1 for piece in pieces if not piece.startswith("[")) >= 3 and "" not in pieces
+        forms.append("".join(pieces) if selective else None)
     return forms
 
 

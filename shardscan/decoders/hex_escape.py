@@ -42,4 +42,7 @@ def char_forms(char: str) -> list[str]:
     return ["".join(r"\\x" + "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in f"{b:02X}") for b in char.encode())]
 
 
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True)
+DECODER = Decoder(
+    name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True,
+    trigger="\\x", reveal=re.compile(r"\\x(?:2[dD]|5[fF])"),
+)

@@ -53,4 +53,7 @@ def char_forms(char: str) -> list[str]:
     return [f"&#0*{code};", f"&#[xX]0*{hexa};"]
 
 
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True)
+DECODER = Decoder(
+    name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True,
+    trigger="&", reveal=re.compile(r"&#0*(?:45|95);|&#[xX]0*(?:2[dD]|5[fF]);|&lowbar;|&UnderBar;"),
+)

@@ -56,4 +56,7 @@ def char_forms(char: str) -> list[str]:
     return [r"\\u" + hexes]
 
 
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True)
+DECODER = Decoder(
+    name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True,
+    trigger="\\", reveal=re.compile(r"\\u00(?:2[dD]|5[fF]|[3-7][0-9a-fA-F])"),
+)

@@ -41,4 +41,7 @@ def char_forms(char: str) -> list[str]:
     return ["".join("%" + "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in f"{b:02X}") for b in char.encode())]
 
 
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True)
+DECODER = Decoder(
+    name=NAME, decode=decode, encode=encode, char_forms=char_forms, text_transform=True,
+    trigger="%", reveal=re.compile(r"%(?:2[dD]|5[fF]|[3-7][0-9a-fA-F])"),
+)
