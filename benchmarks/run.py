@@ -217,6 +217,7 @@ def main() -> None:  # noqa: C901 (a linear script)
 
     depth_help = subprocess.run([PY, "-m", "shardscan.cli", "scan", "--help"], capture_output=True, text=True,
                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    run0: Run | None = None
     if "--max-decode-depth" in depth_help:
         log("scan --max-decode-depth 0 ...")
         report0 = tmp / "scan-depth0.json"
@@ -293,6 +294,11 @@ def main() -> None:  # noqa: C901 (a linear script)
          f"{growth:.2f}x time for {nbytes / half_bytes:.2f}x data end to end; {inner_all / inner_half:.2f}x in-process",
          verdict(growth <= 2.1 * nbytes / half_bytes / 2)),
     ]
+    if run0 is not None:
+        extra = scan_all.seconds / run0.seconds - 1
+        inner0 = json.loads(report0.read_text())["scanned"]["seconds"]
+        targets.append(("decoding costs < 15% extra wall time vs --max-decode-depth 0",
+                        f"{extra:+.1%} end to end; {inner_all / inner0 - 1:+.1%} in-process", verdict(extra < 0.15)))
     if gitleaks_run is not None:
         factor = gitleaks_run.seconds / scan_all.seconds
         targets.append((">= 10x gitleaks throughput", f"{factor:.1f}x", verdict(factor >= 10)))

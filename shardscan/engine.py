@@ -391,17 +391,23 @@ def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> lis
     out: list[tuple[Candidate, int, int]] = []
     for item in kept:
         cand, start, end = item
-        nested = any(
-            o[0].rule_id != cand.rule_id
-            and o[1] <= start
-            and end <= o[2]
-            and (o[2] - o[1]) > (end - start)
-            and len(o[0].secret) > len(cand.secret)
-            for o in kept
-        )
+        nested = any(o[0].rule_id != cand.rule_id and _inside(item, o) for o in kept)
         if not nested:
             out.append(item)
     return out
+
+
+def _inside(item: tuple[Candidate, int, int], outer: tuple[Candidate, int, int]) -> bool:
+    """True when ``item`` lies wholly inside the longer match ``outer``.
+
+    Two matches in one decoded run map to the same span of the cell (the whole run), so there
+    they are compared by their offsets in the decoded view instead.
+    """
+    cand, start, end = item
+    other, o_start, o_end = outer
+    if (o_start, o_end) == (start, end) and other.encoding == cand.encoding and cand.encoding:
+        return other.start <= cand.start and cand.end <= other.end and (other.end - other.start) > (cand.end - cand.start)
+    return o_start <= start and end <= o_end and (o_end - o_start) > (end - start) and len(other.secret) > len(cand.secret)
 
 
 def _windows(text: str, size: int, overlap: int) -> Iterable[tuple[int, str]]:

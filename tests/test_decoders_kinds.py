@@ -140,7 +140,7 @@ def scanned(tmp_path_factory):
         rows.append(trace_row([("user", "set up the service"), ("assistant", form.cell)]))
     folder = tmp_path_factory.mktemp("decode-kinds")
     write_trace_shard(folder / "train-00000-of-00001.parquet", rows, row_group_size=16)
-    report = scan([str(folder)], options=ScanOptions(now=FIXED_NOW))
+    report = scan([str(folder)], options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     by_row: dict[int, list] = {}
     for finding in report.findings:
         by_row.setdefault(finding.location.row, []).append(finding)
@@ -170,13 +170,14 @@ def test_no_limit_hits_and_no_other_findings(scanned):
 
 def test_encoded_only_cells_reach_python_through_the_prefilter(scanned):
     """Cells whose keyword is only encoded (base64, fully escaped) are still candidates."""
+    import pyarrow as pa
+
+    from shardscan.decoders import DecodeLimits
     from shardscan.engine import Scanner
     from shardscan.ruleset import load_ruleset
 
-    import pyarrow as pa
-
-    scanner = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW))
-    off = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW, decode=__import__("shardscan").decoders.DecodeLimits(max_depth=0)))
+    scanner = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW, regex_timeout=60))
+    off = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW, regex_timeout=60, decode=DecodeLimits(max_depth=0)))
     _report, _by_row, forms = scanned
     cells = pa.array([f.cell for f in forms])
     assert scanner.prefilter.mask(cells).all()

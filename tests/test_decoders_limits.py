@@ -50,7 +50,7 @@ def test_depth_zero_disables_decoding_and_reports_nothing(tmp_path):
     token = expand("{{github:ghp_}}", seed="depth0")
     cell = f"echo {base64.b64encode(token.encode()).decode()} | base64 -d"
     for depth, expected in ((0, []), (1, [("github-pat", ("base64",))])):
-        report = scan_table(pa.table({"c": [cell]}), options=ScanOptions(now=FIXED_NOW, decode=DecodeLimits(max_depth=depth)))
+        report = scan_table(pa.table({"c": [cell]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60, decode=DecodeLimits(max_depth=depth)))
         assert [(f.rule_id, f.encoding) for f in report.findings] == expected
         assert report.issues == ()
 
@@ -62,19 +62,19 @@ def test_nested_base64_is_followed_to_the_depth_limit():
         layered = base64.b64encode(layered.encode()).decode()
     # The cell is a candidate through its plain keyword; the nested base64 is decoded three deep.
     cell = f"from huggingface_hub import hf_hub_download\necho {layered} | base64 -d | base64 -d | base64 -d"
-    report = scan_table(pa.table({"c": [cell]}), options=ScanOptions(now=FIXED_NOW))
+    report = scan_table(pa.table({"c": [cell]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert [(f.rule_id, f.encoding, f.start, f.end) for f in report.findings] == [
         ("github-pat", ("base64", "base64", "base64"), cell.index(layered), cell.index(layered) + len(layered))
     ]
     deeper = base64.b64encode(base64.b64encode(layered.encode())).decode()
-    report = scan_table(pa.table({"c": [cell.replace(layered, deeper)]}), options=ScanOptions(now=FIXED_NOW))
+    report = scan_table(pa.table({"c": [cell.replace(layered, deeper)]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert report.findings == ()
     assert limit_issues(report) == [("limit", 0, "c", "decoding: depth limit (3) reached with encoded text left")]
 
 
 def test_many_encoded_values_hit_the_view_limit():
     lines = [f"key{i}: {base64.b64encode(f'hf_hub_download #{i} of many'.encode()).decode()}" for i in range(200)]
-    report = scan_table(pa.table({"c": ["\n".join(lines)]}), options=ScanOptions(now=FIXED_NOW))
+    report = scan_table(pa.table({"c": ["\n".join(lines)]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert report.findings == ()
     assert limit_issues(report) == [("limit", 0, "c", "decoding: view limit (64 per cell) reached")]
 
@@ -82,11 +82,11 @@ def test_many_encoded_values_hit_the_view_limit():
 def test_byte_budget_is_per_cell_and_reported():
     token = expand("{{hf}}", seed="budget")
     blob = base64.b64encode(("x" * 2000 + f" HF_TOKEN={token}").encode()).decode()
-    options = ScanOptions(now=FIXED_NOW, decode=DecodeLimits(max_bytes=1000))
+    options = ScanOptions(now=FIXED_NOW, regex_timeout=60, decode=DecodeLimits(max_bytes=1000))
     report = scan_table(pa.table({"c": [f"echo {blob} | base64 -d"]}), options=options)
     assert report.findings == ()
     assert limit_issues(report) == [("limit", 0, "c", "decoding: byte budget (1000 characters per cell) exhausted")]
-    report = scan_table(pa.table({"c": [f"echo {blob} | base64 -d"]}), options=ScanOptions(now=FIXED_NOW))
+    report = scan_table(pa.table({"c": [f"echo {blob} | base64 -d"]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert [f.rule_id for f in report.findings] == ["huggingface-token"]
 
 
@@ -95,7 +95,7 @@ def test_fifty_megabyte_base64_cell_ends_within_the_budget_and_is_reported():
     line = b"2026-01-01 INFO fetched model with hf_hub_download in 0.2s\n"
     blob = base64.b64encode(line * (37_600_000 // len(line))).decode()
     assert len(blob) >= 50_000_000
-    report = scan_table(pa.table({"c": [blob, "harmless"]}), options=ScanOptions(now=FIXED_NOW))
+    report = scan_table(pa.table({"c": [blob, "harmless"]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert report.findings == ()
     assert limit_issues(report) == [("limit", 0, "c", "decoding: byte budget (8388608 characters per cell) exhausted")]
 
@@ -113,7 +113,7 @@ def test_large_base64_images_produce_no_findings_and_no_limits(tmp_path):
             ("tool", f"blob {raw} ghp_"),
         ]))
     shard = write_trace_shard(tmp_path / "imgs" / "s.parquet", rows)
-    report = scan([str(shard)], options=ScanOptions(now=FIXED_NOW))
+    report = scan([str(shard)], options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert report.findings == ()
     assert report.issues == ()
     assert report.stats.candidate_cells >= 12  # the keyword cells were scanned, decoders included
