@@ -474,6 +474,81 @@ def demo(
     raise typer.Exit(report.decision.exit_code)
 
 
+@app.command()
+def redact(
+    paths: Annotated[list[str], typer.Argument(help="Shard files, folders or globs to redact.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the redacted copies.")] = None,
+    from_report: Annotated[Path | None, typer.Option("--from", help="Take findings from this JSON report instead of scanning.")] = None,
+    verdicts: Annotated[str | None, typer.Option("--verdicts", help="Comma-separated verdicts to redact (default: blocking findings).")] = None,
+    replacement: Annotated[str, typer.Option("--replacement", help="Placeholder; {kind}, {rule} and {fp} are filled in.")] = "[REDACTED:{kind}:{fp}]",
+    only_changed: Annotated[bool, typer.Option("--only-changed", help="Do not copy shards that need no redaction.")] = False,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Replace the input shards atomically after checking the new file.")] = False,
+    include_allowlisted: Annotated[bool, typer.Option("--include-allowlisted", help="Also redact allowlisted findings.")] = False,
+    rules: RulesOpt = [],  # noqa: B006
+    disable: DisableOpt = [],  # noqa: B006
+    strict: StrictOpt = False,
+    now: NowOpt = None,
+) -> None:
+    """Write copies of shards with secret spans replaced, verified by a re-scan; exit 1 if any shard failed."""
+    import json as _json
+
+    from shardscan.api import scan as scan_paths
+    from shardscan.engine import Scanner
+    from shardscan.model import Verdict
+    from shardscan.reader import discover
+    from shardscan.remediate import redact as redact_shards
+    from shardscan.remediate import redactions_from_report, select_findings, write_manifest
+
+    if (out is None) == (not in_place):
+        raise _fail("give exactly one of --out DIR or --in-place")
+    chosen_verdicts = None
+    if verdicts:
+        try:
+            chosen_verdicts = {Verdict(v.strip()) for v in verdicts.split(",") if v.strip()}
+        except ValueError:
+            raise _fail(f"--verdicts: unknown verdict in {verdicts!r} (known: {', '.join(v.value for v in Verdict)})") from None
+    ruleset = _load_rules(rules, disable)
+    options = ScanOptions(now=_parse_now(now))
+    shards, missing = discover(paths)
+    if missing:
+        raise _fail(f"no such file, folder or glob match: {', '.join(missing)}", code=3)
+    if from_report is not None:
+        try:
+            data = _json.loads(from_report.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise _fail(f"--from {from_report}: cannot read report ({type(exc).__name__})") from None
+        chosen = redactions_from_report(data, chosen_verdicts, include_allowlisted)
+    else:
+        report = scan_paths(paths, ruleset=ruleset, policy=Policy(strict=strict), options=options)
+        if report.unreadable:
+            _emit(report, [("terminal", None)], quiet=False)
+            raise _fail("some shards could not be read; nothing was redacted", code=3)
+        chosen = select_findings(report.findings, chosen_verdicts, include_allowlisted)
+    scanner = Scanner(ruleset, options)
+
+    def rescan(ref) -> set[str]:
+        result = scanner.scan_shard(ref)
+        if result.issues:
+            from shardscan.remediate import RedactionError
+
+            raise RedactionError(f"{ref.display}: the redacted copy could not be fully re-scanned")
+        return {f.fingerprint for f in result.findings}
+
+    outcome = redact_shards(
+        shards, chosen, out, rescan=rescan, template=replacement, only_changed=only_changed, in_place=in_place
+    )
+    manifest_dir = out if out is not None else Path(".")
+    manifest_dir.mkdir(parents=True, exist_ok=True)
+    write_manifest(manifest_dir / "redactions.json", list(outcome.entries))
+    typer.echo(
+        f"redacted {len(outcome.entries)} span(s) in {len(outcome.written)} shard(s); "
+        f"copied {len(outcome.copied)} unchanged; manifest {manifest_dir / 'redactions.json'}"
+    )
+    for _shard, reason in outcome.failed:
+        typer.echo(f"shardscan: error: {reason}", err=True)
+    raise typer.Exit(1 if outcome.failed else 0)
+
+
 @rules_app.command("list")
 def rules_list(rules: RulesOpt = [], disable: DisableOpt = []) -> None:  # noqa: B006
     """List the active rules: id, kind, severity, keywords and verifiers."""

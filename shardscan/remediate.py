@@ -1,0 +1,438 @@
+"""Remediation: write copies of shards with secret spans replaced, keeping everything else intact.
+
+The engine knows exactly which characters of which cell hold a secret (the encoded span, for a
+secret found inside JSON escapes or base64). Redaction replaces those spans in the original cell
+text and rewrites only the affected columns of the affected row groups; schema, row order, row
+count, row-group layout and file metadata are kept. The output is re-read and re-scanned before
+it is accepted, and a manifest records what changed without ever holding a secret.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from shardscan.errors import ShardscanError
+from shardscan.model import Finding, Status, Verdict
+from shardscan.reader import METADATA_ROW, ShardRef
+
+DEFAULT_REPLACEMENT = "[REDACTED:{kind}:{fp}]"
+
+
+class RedactionError(ShardscanError):
+    """Redaction could not be completed safely for a shard; names the shard, never the data."""
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """One span of one cell to replace."""
+
+    shard: str
+    row: int
+    column: str
+    rule_id: str
+    kind: str
+    fingerprint: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """What was replaced where (lengths only, never content)."""
+
+    shard: str
+    row: int
+    column: str
+    rule_id: str
+    fingerprint: str
+    start: int
+    old_length: int
+    new_length: int
+
+
+def select_findings(
+    findings: Iterable[Finding],
+    verdicts: set[Verdict] | None = None,
+    include_allowlisted: bool = False,
+) -> list[Redaction]:
+    """The findings to redact: blocking ones by default, or those with the given verdicts.
+
+    Allowlisted findings are reviewed and kept on purpose, so they are left alone unless asked.
+    """
+    chosen: list[Redaction] = []
+    for f in findings:
+        if f.status == Status.ALLOWLISTED and not include_allowlisted:
+            continue
+        wanted = f.verdict in verdicts if verdicts is not None else (f.blocking or f.status == Status.ALLOWLISTED)
+        if wanted:
+            loc = f.location
+            chosen.append(Redaction(loc.shard, loc.row, loc.column, f.rule_id, f.kind, f.fingerprint, f.start, f.end))
+    return chosen
+
+
+def replacement_text(template: str, redaction: Redaction) -> str:
+    """Fill the placeholder template: ``{kind}``, ``{rule}`` and ``{fp}`` (first 4 hex of the fingerprint).
+
+    The same secret always gets the same placeholder, so analyses comparing rows still work.
+    """
+    digest = redaction.fingerprint.removeprefix("sha256:")
+    return template.replace("{kind}", redaction.kind).replace("{rule}", redaction.rule_id).replace("{fp}", digest[:4])
+
+
+def apply_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """Replace each (start, end, replacement) span of ``text``; overlapping spans are merged."""
+    merged: list[list[Any]] = []
+    for start, end, repl in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+            continue
+        merged.append([start, end, repl])
+    for start, end, repl in reversed(merged):
+        text = text[:start] + repl + text[end:]
+    return text
+
+
+# ---- column paths -------------------------------------------------------------------------------
+
+Step = tuple[str, Any]  # ("field", name) | ("index", n) | ("map", label) | ("map_key", label)
+
+
+def parse_column_path(path: str, schema: pa.Schema) -> tuple[str, list[Step]]:
+    """Split a reported column path into its top-level column and the steps below it.
+
+    Field names are matched against the schema (longest first), so names containing dots or
+    brackets still resolve.
+    """
+    top = _longest_prefix(path, schema.names)
+    if top is None:
+        raise RedactionError(f"column path {path!r} does not match the shard's schema")
+    steps: list[Step] = []
+    rest = path[len(top):]
+    dtype = schema.field(top).type
+    while rest:
+        if pa.types.is_dictionary(dtype):
+            dtype = dtype.value_type
+        if pa.types.is_struct(dtype) and rest.startswith("."):
+            name = _longest_prefix(rest[1:], [f.name for f in dtype])
+            if name is None:
+                raise RedactionError(f"column path {path!r}: no struct field at {rest[:20]!r}")
+            steps.append(("field", name))
+            dtype = dtype.field(name).type
+            rest = rest[1 + len(name):]
+        elif pa.types.is_map(dtype) and rest.startswith("{"):
+            close = rest.index("}")
+            label = rest[1:close]
+            rest = rest[close + 1:]
+            if rest.startswith(".key"):
+                steps.append(("map_key", label))
+                dtype, rest = dtype.key_type, rest[4:]
+            else:
+                steps.append(("map", label))
+                dtype = dtype.item_type
+        elif rest.startswith("["):
+            match = re.match(r"\[(\d+)\]", rest)
+            if not match:
+                raise RedactionError(f"column path {path!r}: bad list index")
+            steps.append(("index", int(match.group(1))))
+            dtype = dtype.value_type
+            rest = rest[match.end():]
+        else:
+            raise RedactionError(f"column path {path!r} does not match the shard's schema at {rest[:20]!r}")
+    return top, steps
+
+
+def _longest_prefix(text: str, names: Iterable[str]) -> str | None:
+    for name in sorted(names, key=len, reverse=True):
+        if text.startswith(name) and (len(text) == len(name) or text[len(name)] in ".[{"):
+            return name
+    return None
+
+
+def _edit(value: Any, steps: list[Step], fn: Callable[[Any], Any]) -> Any:
+    if not steps:
+        return fn(value)
+    (kind, arg), rest = steps[0], steps[1:]
+    if value is None:
+        raise RedactionError("path leads through a null value")
+    if kind == "field":
+        value = dict(value)
+        value[arg] = _edit(value[arg], rest, fn)
+        return value
+    if kind == "index":
+        value = list(value)
+        value[arg] = _edit(value[arg], rest, fn)
+        return value
+    entries = list(value)
+    for i, (key, item) in enumerate(entries):
+        label = f"#{i}"
+        if arg == label or (kind == "map" and str(key) == arg):
+            if kind == "map_key":
+                entries[i] = (_edit(key, rest, fn), item)
+            else:
+                entries[i] = (key, _edit(item, rest, fn))
+            return entries
+    raise RedactionError("map entry of the path not found")
+
+
+def _replace_cell(spans: list[tuple[int, int, str]]) -> Callable[[Any], Any]:
+    def fn(cell: Any) -> Any:
+        if isinstance(cell, bytes):
+            # Offsets were taken on the text decoded with replacement; write back that text.
+            return apply_spans(cell.decode("utf-8", "replace"), spans).encode("utf-8")
+        if not isinstance(cell, str):
+            raise RedactionError("path does not lead to a string cell")
+        return apply_spans(cell, spans)
+
+    return fn
+
+
+# ---- shards -------------------------------------------------------------------------------------
+
+
+def redact_shard(
+    source: ShardRef,
+    destination: Path,
+    redactions: list[Redaction],
+    template: str = DEFAULT_REPLACEMENT,
+) -> list[ManifestEntry]:
+    """Write ``destination``: ``source`` with every redaction applied; return the manifest entries.
+
+    Only the row groups and top-level columns that hold a redaction are converted to Python and
+    rebuilt; every other column is written as read.
+    """
+    parquet = pq.ParquetFile(source.path)
+    schema = parquet.schema_arrow
+    by_cell: dict[tuple[int, str], list[Redaction]] = defaultdict(list)
+    for r in redactions:
+        by_cell[(r.row, r.column)].append(r)
+
+    manifest: list[ManifestEntry] = []
+    metadata = dict(schema.metadata or {})
+    for (row, column), items in sorted(by_cell.items()):
+        if row != METADATA_ROW:
+            continue
+        key = column.removeprefix("__metadata__.").encode()
+        if key not in metadata:
+            raise RedactionError(f"{source.display}: metadata key of {column!r} not found")
+        text = metadata[key].decode("utf-8", "replace")
+        spans = [(r.start, r.end, replacement_text(template, r)) for r in items]
+        metadata[key] = apply_spans(text, spans).encode()
+        manifest += _manifest(items, template)
+    schema = schema.with_metadata(metadata) if metadata else schema
+
+    offsets, total = [], 0
+    for i in range(parquet.metadata.num_row_groups):
+        offsets.append(total)
+        total += parquet.metadata.row_group(i).num_rows
+    compression = _compression(parquet)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with pq.ParquetWriter(destination, schema, compression=compression) as writer:
+        for index, first in enumerate(offsets):
+            table = parquet.read_row_group(index)
+            last = first + table.num_rows
+            here = {k: v for k, v in by_cell.items() if first <= k[0] < last}
+            if here:
+                table = _redact_row_group(table, schema, first, here, template, source.display)
+                for items in here.values():
+                    manifest += _manifest(items, template)
+            writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=max(1, table.num_rows))
+    return sorted(manifest, key=lambda m: (m.row, m.column, m.start))
+
+
+def _redact_row_group(
+    table: pa.Table,
+    schema: pa.Schema,
+    first_row: int,
+    cells: dict[tuple[int, str], list[Redaction]],
+    template: str,
+    shard: str,
+) -> pa.Table:
+    by_top: dict[str, list[tuple[int, list[Step], list[Redaction]]]] = defaultdict(list)
+    for (row, column), items in cells.items():
+        try:
+            top, steps = parse_column_path(column, schema)
+        except RedactionError as err:
+            raise RedactionError(f"{shard}: row {row}: {err}") from None
+        by_top[top].append((row - first_row, steps, items))
+    for top, edits in by_top.items():
+        index = table.schema.get_field_index(top)
+        column = table.column(index)
+        values = column.to_pylist()
+        for row, steps, items in edits:
+            spans = [(r.start, r.end, replacement_text(template, r)) for r in items]
+            try:
+                values[row] = _edit(values[row], steps, _replace_cell(spans))
+            except (RedactionError, KeyError, IndexError, TypeError) as err:
+                raise RedactionError(f"{shard}: row {row + first_row}: cannot apply redaction ({err})") from None
+        table = table.set_column(index, table.field(index), pa.array(values, type=column.type))
+    return table
+
+
+def _manifest(items: list[Redaction], template: str) -> list[ManifestEntry]:
+    return [
+        ManifestEntry(r.shard, r.row, r.column, r.rule_id, r.fingerprint, r.start, r.end - r.start,
+                      len(replacement_text(template, r)))
+        for r in items
+    ]
+
+
+def _compression(parquet: pq.ParquetFile) -> str:
+    try:
+        codec = parquet.metadata.row_group(0).column(0).compression
+        return "NONE" if codec == "UNCOMPRESSED" else codec
+    except Exception:
+        return "snappy"
+
+
+def copy_shard(source: ShardRef, destination: Path) -> None:
+    """Copy an unaffected shard byte for byte."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source.path, destination)
+
+
+def replace_atomically(source_path: Path, write: Callable[[Path], None], check: Callable[[Path], None]) -> None:
+    """Write a new version of ``source_path`` to a temporary file beside it, check it, then rename.
+
+    If writing or checking fails (or the process dies before the rename), the original is intact
+    and the temporary file is removed.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{source_path.name}.", suffix=".redacting", dir=source_path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        write(tmp_path)
+        check(tmp_path)
+        os.replace(tmp_path, source_path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_manifest(path: Path, entries: list[ManifestEntry]) -> None:
+    """``redactions.json``: shard, row, column, rule, fingerprint, old and new lengths."""
+    data = {
+        "version": 1,
+        "redactions": [
+            {
+                "shard": e.shard,
+                "row": e.row,
+                "column": e.column,
+                "rule_id": e.rule_id,
+                "fingerprint": e.fingerprint,
+                "start": e.start,
+                "old_length": e.old_length,
+                "new_length": e.new_length,
+            }
+            for e in entries
+        ],
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+# ---- orchestration ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RedactOutcome:
+    """What ``redact`` did: manifest entries, shards written, copied and failed (with reasons)."""
+
+    entries: tuple[ManifestEntry, ...]
+    written: tuple[str, ...]
+    copied: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]
+
+
+def redactions_from_report(data: dict, verdicts: set[Verdict] | None, include_allowlisted: bool) -> list[Redaction]:
+    """Select redactions from a JSON report (``shardscan scan --format json``)."""
+    chosen = []
+    for f in data.get("findings", []):
+        allowlisted = f.get("status") == str(Status.ALLOWLISTED)
+        if allowlisted and not include_allowlisted:
+            continue
+        wanted = f.get("verdict") in {str(v) for v in verdicts} if verdicts is not None else (f.get("blocking") or allowlisted)
+        if wanted:
+            chosen.append(
+                Redaction(f["shard"], int(f["row"]), f["column"], f["rule_id"], f["kind"], f["fingerprint"],
+                          int(f["start"]), int(f["end"]))
+            )
+    return chosen
+
+
+def redact(
+    shards: list[ShardRef],
+    redactions: list[Redaction],
+    out_dir: Path | None,
+    *,
+    rescan: Callable[[ShardRef], set[str]],
+    template: str = DEFAULT_REPLACEMENT,
+    only_changed: bool = False,
+    in_place: bool = False,
+) -> RedactOutcome:
+    """Write redacted copies (or replace in place, atomically) and verify each by re-scanning.
+
+    ``rescan`` returns the fingerprints found in a written shard; a shard whose output still holds
+    a fingerprint that was to be redacted fails, and (in place) the original is left untouched.
+    """
+    by_shard: dict[str, list[Redaction]] = defaultdict(list)
+    for r in redactions:
+        by_shard[r.shard].append(r)
+    entries: list[ManifestEntry] = []
+    written: list[str] = []
+    copied: list[str] = []
+    failed: list[tuple[str, str]] = []
+    for shard in shards:
+        items = by_shard.get(shard.display, [])
+        if not items:
+            if not in_place and not only_changed and out_dir is not None:
+                copy_shard(shard, out_dir / shard.display)
+                copied.append(shard.display)
+            continue
+        wanted = {r.fingerprint for r in items}
+
+        def check(path: Path, shard: ShardRef = shard, wanted: set[str] = wanted) -> None:
+            left = rescan(ShardRef(display=shard.display, path=str(path))) & wanted
+            if left:
+                raise RedactionError(f"{shard.display}: {len(left)} secret(s) still present after redaction")
+
+        result: list[ManifestEntry] = []
+
+        def write(path: Path, shard: ShardRef = shard, items: list[Redaction] = items) -> None:
+            result.extend(redact_shard(shard, path, items, template))
+
+        try:
+            if in_place:
+                replace_atomically(Path(shard.path), write, check)
+            else:
+                assert out_dir is not None
+                target = out_dir / shard.display
+                try:
+                    write(target)
+                    check(target)
+                except Exception:
+                    if target.exists():
+                        target.unlink()
+                    raise
+        except RedactionError as err:
+            failed.append((shard.display, str(err)))
+            continue
+        except Exception as exc:  # a pyarrow failure must not escape with data in its message
+            failed.append((shard.display, f"{shard.display}: redaction failed ({type(exc).__name__})"))
+            continue
+        entries += result
+        written.append(shard.display)
+    known = {s.display for s in shards}
+    for name in sorted(set(by_shard) - known):
+        failed.append((name, f"{name}: shard named in the findings was not among the inputs"))
+    return RedactOutcome(tuple(entries), tuple(written), tuple(copied), tuple(failed))
