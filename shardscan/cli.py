@@ -488,8 +488,15 @@ def redact(
     disable: DisableOpt = [],  # noqa: B006
     strict: StrictOpt = False,
     now: NowOpt = None,
+    allowlist: AllowlistOpt = None,
+    no_allowlist: NoAllowlistOpt = False,
 ) -> None:
-    """Write copies of shards with secret spans replaced, verified by a re-scan; exit 1 if any shard failed."""
+    """Write copies of shards with secret spans replaced, verified by a re-scan; exit 1 if any shard failed.
+
+    Exit codes: 0 every selected secret was replaced and the output re-scanned clean of them;
+    1 some shard could not be redacted safely (its output is not written); 2 usage error;
+    3 an input could not be read (nothing is written).
+    """
     import json as _json
 
     from shardscan.api import scan as scan_paths
@@ -519,7 +526,8 @@ def redact(
             raise _fail(f"--from {from_report}: cannot read report ({type(exc).__name__})") from None
         chosen = redactions_from_report(data, chosen_verdicts, include_allowlisted)
     else:
-        report = scan_paths(paths, ruleset=ruleset, policy=Policy(strict=strict), options=options)
+        accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
+        report = scan_paths(paths, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted)
         if report.unreadable:
             _emit(report, [("terminal", None)], quiet=False)
             raise _fail("some shards could not be read; nothing was redacted", code=3)

@@ -178,3 +178,23 @@ def test_in_place_survives_interruption_before_rename(dataset: Path, monkeypatch
 
 def test_out_or_in_place_is_required(dataset: Path):
     assert _cli("redact", str(dataset)).returncode == 2
+
+
+def test_allowlisted_findings_are_kept_unless_asked(dataset: Path, tmp_path: Path):
+    before = _scan_json(dataset, tmp_path, "b")
+    gh = next(f for f in before["findings"] if f["rule_id"] == "github-pat")
+    allow = tmp_path / "allowlist.yaml"
+    allow.write_text(
+        "version: 1\nentries:\n"
+        f"  - fingerprint: \"{gh['fingerprint']}\"\n    reason: kept on purpose for the test\n"
+        "    reviewer: tester\n    reviewed: 2026-12-01\n"
+    )
+    kept, redacted = tmp_path / "kept", tmp_path / "all"
+    assert _cli("redact", str(dataset), "--out", str(kept), "--allowlist", str(allow)).returncode == 0
+    assert _cli("redact", str(dataset), "--out", str(redacted), "--allowlist", str(allow),
+                "--include-allowlisted").returncode == 0
+    row = pq.read_table(kept / "train-00000-of-00002.parquet").to_pylist()[0]
+    still_there = GH in row["conversations"][1]["content"]
+    assert still_there, "an allowlisted finding must be kept by default"
+    row = pq.read_table(redacted / "train-00000-of-00002.parquet").to_pylist()[0]
+    assert row["conversations"][1]["content"].startswith("use [REDACTED:github:")
