@@ -280,6 +280,95 @@ def _redact_row_group(
     return table
 
 
+def redact_jsonl_shard(
+    source: ShardRef,
+    destination: Path,
+    redactions: list[Redaction],
+    template: str = DEFAULT_REPLACEMENT,
+) -> list[ManifestEntry]:
+    """Write a JSON Lines shard with every redaction applied, in the source's compression.
+
+    Lines without a redaction are copied byte for byte; a line with one is parsed, edited along
+    the column path and written back as compact JSON (its key order kept).
+    """
+    by_row: dict[int, list[Redaction]] = defaultdict(list)
+    for r in redactions:
+        by_row[r.row].append(r)
+    name = source.path.lower()
+    compression = next((c for suffix, c in ((".gz", "gzip"), (".zst", "zstd"), (".bz2", "bz2")) if name.endswith(suffix)), None)
+    manifest: list[ManifestEntry] = []
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    stream = source.open_stream()
+    with pa.output_stream(str(destination), compression=compression) as out:
+        for number, line in enumerate(_raw_lines(stream)):
+            items = by_row.pop(number, None)
+            if items:
+                line = _redact_json_line(line, items, template, number == 0, source.display)
+                manifest += _manifest(items, template)
+            out.write(line)
+    if by_row:
+        raise RedactionError(f"{source.display}: row {min(by_row)} not found in the file")
+    return sorted(manifest, key=lambda m: (m.row, m.column, m.start))
+
+
+def _raw_lines(stream: Any) -> Iterable[bytes]:
+    """Lines with their terminators, so untouched lines are written back exactly."""
+    pending = b""
+    while chunk := stream.read(1 << 20):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line + b"\n"
+    if pending:
+        yield pending
+
+
+def _redact_json_line(line: bytes, items: list[Redaction], template: str, first: bool, shard: str) -> bytes:
+    body = line.rstrip(b"\r\n")
+    ending = line[len(body):]
+    bom = b"\xef\xbb\xbf" if first and body.startswith(b"\xef\xbb\xbf") else b""
+    text = body[len(bom):].decode("utf-8", "replace")
+    by_column: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for r in items:
+        by_column[r.column].append((r.start, r.end, replacement_text(template, r)))
+    if set(by_column) == {"__line__"}:
+        # The line was scanned whole as text (it is not a JSON object): edit it as text.
+        return bom + apply_spans(text, by_column["__line__"]).encode("utf-8") + ending
+    try:
+        value = json.loads(text)
+        for column, spans in by_column.items():
+            value = _edit_json(value, column, _replace_cell(spans), top=True)
+    except (ValueError, KeyError, IndexError, TypeError, RedactionError) as err:
+        raise RedactionError(f"{shard}: row {items[0].row}: cannot apply redaction ({type(err).__name__})") from None
+    return bom + json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + ending
+
+
+def _edit_json(value: Any, path: str, fn: Callable[[Any], Any], top: bool = False) -> Any:
+    """Follow a reported column path (``a.b[2].c``) through parsed JSON and apply ``fn`` at its end."""
+    if not path:
+        return fn(value)
+    if isinstance(value, list):
+        match = re.match(r"\[(\d+)\]", path)
+        if not match:
+            raise RedactionError("column path does not match the JSON value")
+        value = list(value)
+        i = int(match.group(1))
+        value[i] = _edit_json(value[i], path[match.end():], fn)
+        return value
+    if isinstance(value, dict):
+        if not top:
+            if not path.startswith("."):
+                raise RedactionError("column path does not match the JSON value")
+            path = path[1:]
+        key = _longest_prefix(path, value.keys())
+        if key is None:
+            raise RedactionError("column path names a key the line does not have")
+        value = dict(value)
+        value[key] = _edit_json(value[key], path[len(key):], fn)
+        return value
+    raise RedactionError("column path leads through a scalar")
+
+
 def _manifest(items: list[Redaction], template: str) -> list[ManifestEntry]:
     return [
         ManifestEntry(r.shard, r.row, r.column, r.rule_id, r.fingerprint, r.start, r.end - r.start,
@@ -308,7 +397,9 @@ def replace_atomically(source_path: Path, write: Callable[[Path], None], check: 
     If writing or checking fails (or the process dies before the rename), the original is intact
     and the temporary file is removed.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{source_path.name}.", suffix=".redacting", dir=source_path.parent)
+    # The temporary name keeps the shard's suffixes, so a compressed shard is read back decompressed.
+    suffixes = "".join(source_path.suffixes[-2:])
+    fd, tmp = tempfile.mkstemp(prefix=f".{source_path.name}.redacting.", suffix=suffixes, dir=source_path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -352,6 +443,9 @@ class RedactOutcome:
     written: tuple[str, ...]
     copied: tuple[str, ...]
     failed: tuple[tuple[str, str], ...]
+
+
+_WRITERS: dict[str, Callable[..., list[ManifestEntry]]] = {"parquet": redact_shard, "jsonl": redact_jsonl_shard}
 
 
 def redactions_from_report(data: dict, verdicts: set[Verdict] | None, include_allowlisted: bool) -> list[Redaction]:
@@ -402,14 +496,19 @@ def redact(
         wanted = {r.fingerprint for r in items}
 
         def check(path: Path, shard: ShardRef = shard, wanted: set[str] = wanted) -> None:
-            left = rescan(ShardRef(display=shard.display, path=str(path))) & wanted
+            left = rescan(ShardRef(display=shard.display, path=str(path), format=shard.format)) & wanted
             if left:
                 raise RedactionError(f"{shard.display}: {len(left)} secret(s) still present after redaction")
 
         result: list[ManifestEntry] = []
 
         def write(path: Path, shard: ShardRef = shard, items: list[Redaction] = items) -> None:
-            result.extend(redact_shard(shard, path, items, template))
+            result.extend(writer(shard, path, items, template))
+
+        if shard.filesystem is not None or shard.format not in _WRITERS:
+            failed.append((shard.display, f"{shard.display}: redaction writes local Parquet and JSON Lines shards only"))
+            continue
+        writer = _WRITERS[shard.format]
 
         try:
             if in_place:

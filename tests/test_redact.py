@@ -198,3 +198,33 @@ def test_allowlisted_findings_are_kept_unless_asked(dataset: Path, tmp_path: Pat
     assert still_there, "an allowlisted finding must be kept by default"
     row = pq.read_table(redacted / "train-00000-of-00002.parquet").to_pylist()[0]
     assert row["conversations"][1]["content"].startswith("use [REDACTED:github:")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".jsonl.zst"])
+def test_jsonl_shards_are_redacted_line_by_line(tmp_path: Path, suffix: str):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    rows = [
+        {"task": "a", "conversations": [{"role": "user", "content": "hi"}, {"role": "tool", "content": f"t={GH}"}]},
+        {"task": "b", "conversations": [{"role": "user", "content": "nothing"}]},
+        {"task": "c", "instruction": f"HF_TOKEN={HF}", "conversations": []},
+    ]
+    lines = [json.dumps(r) + "\r\n" for r in rows]
+    raw = "".join(lines).encode()
+    path = folder / f"part-0{suffix}"
+    with pa.output_stream(str(path), compression={".jsonl": None, ".jsonl.gz": "gzip", ".jsonl.zst": "zstd"}[suffix]) as out:
+        out.write(raw)
+    out_dir = tmp_path / "o"
+    proc = _cli("redact", str(folder), "--out", str(out_dir), "--no-allowlist")
+    assert proc.returncode == 0, proc.stderr
+    with pa.input_stream(str(out_dir / path.name), compression="detect") as stream:
+        written = stream.read().decode().split("\r\n")
+    assert written[1] + "\r\n" == lines[1]  # untouched line, byte for byte
+    first, third = json.loads(written[0]), json.loads(written[2])
+    assert first["conversations"][1]["content"].startswith("t=[REDACTED:github:")
+    assert third["instruction"].startswith("HF_TOKEN=[REDACTED:huggingface:")
+    assert not _leaks("\n".join(written))
+    manifest = json.loads((out_dir / "redactions.json").read_text())
+    assert sorted((m["row"], m["column"]) for m in manifest["redactions"]) == [
+        (0, "conversations[1].content"), (2, "instruction"),
+    ]
