@@ -243,6 +243,17 @@ def scan_shards(
     plans = [plan_shard(shard) for shard in shards]
     items = [item for plan in plans for item in plan.items]
     results = run_items(scanner, items, jobs)
+    try:
+        return _collect(plans, results, on_shard)
+    finally:
+        # Close the item generator now, while the interpreter is whole: it holds open pyarrow
+        # files (and, with jobs > 1, a process pool) that must not be torn down at exit.
+        results.close()
+
+
+def _collect(
+    plans: list[ShardPlan], results: Iterator[ItemResult], on_shard: Callable[[ShardResult], None] | None
+) -> list[ShardResult]:
     out: list[ShardResult] = []
     for plan in plans:
         shard_results = [next(results) for _ in plan.items]

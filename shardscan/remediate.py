@@ -212,7 +212,13 @@ def redact_shard(
     Only the row groups and top-level columns that hold a redaction are converted to Python and
     rebuilt; every other column is written as read.
     """
-    parquet = pq.ParquetFile(source.path)
+    with pq.ParquetFile(source.path) as parquet:
+        return _redact_parquet(parquet, source, destination, redactions, template)
+
+
+def _redact_parquet(
+    parquet: pq.ParquetFile, source: ShardRef, destination: Path, redactions: list[Redaction], template: str
+) -> list[ManifestEntry]:
     schema = parquet.schema_arrow
     by_cell: dict[tuple[int, str], list[Redaction]] = defaultdict(list)
     for r in redactions:
