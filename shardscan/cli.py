@@ -239,48 +239,29 @@ def _run_scan(
     jobs: int = 1,
     **engine: str | None,
 ) -> Report:
-    try:
-        return _scan_with_progress(paths, ruleset, policy, options, allowlist, cache, only, jobs, **engine)
-    except ConfigError as err:  # e.g. --engine ray without Ray installed
-        raise _fail(str(err)) from None
-
-
-def _scan_with_progress(
-    paths: list[str],
-    ruleset: Ruleset,
-    policy: Policy,
-    options: ScanOptions,
-    allowlist=None,
-    cache: Path | None = None,
-    only=None,
-    jobs: int = 1,
-    **engine: str | None,
-) -> Report:
-    from functools import partial
+    """Scan with a progress bar on stderr when it is a terminal; engine setup errors exit 2."""
+    from contextlib import nullcontext
 
     from shardscan.api import scan as api_scan
 
-    scan = partial(api_scan, cache=cache, only=only, jobs=jobs, **engine)
-    if not sys.stderr.isatty():
-        return scan(paths, ruleset=ruleset, policy=policy, options=options, allowlist=allowlist)
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    hooks: dict = {}
+    progress = None
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    progress = Progress(
-        TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=Console(file=sys.stderr), transient=True,
-    )
-    task = progress.add_task("scan", total=None)
-    with progress:
-        return scan(
-            paths,
-            ruleset=ruleset,
-            policy=policy,
-            options=options,
-            on_start=lambda n: progress.update(task, total=n),
-            on_shard=lambda _r: progress.advance(task),
-            allowlist=allowlist,
+        progress = Progress(
+            TextColumn("scanning"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=Console(file=sys.stderr), transient=True,
         )
+        task = progress.add_task("scan", total=None)
+        hooks = {"on_start": lambda n: progress.update(task, total=n), "on_shard": lambda _r: progress.advance(task)}
+    try:
+        with progress or nullcontext():
+            return api_scan(paths, ruleset=ruleset, policy=policy, options=options, allowlist=allowlist,
+                            cache=cache, only=only, jobs=jobs, **engine, **hooks)
+    except ConfigError as err:  # e.g. --engine ray without Ray installed
+        raise _fail(str(err)) from None
 
 
 # ---- commands ---------------------------------------------------------------------------------
