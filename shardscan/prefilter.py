@@ -16,6 +16,13 @@ def _re2_literal(keyword: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "\\" + c for c in keyword)
 
 
+# Where a token keyword counts (see ``Ruleset.token_keywords``): at the start of the
+# text, after a character that is not an ASCII letter or digit, or after an escape that ends in
+# one (``%3D``, ``\\u003d``, ``\\x3d``, ``\\n``). Every built-in rule that declares such keywords
+# has a lookbehind inside this set.
+TOKEN_START = r"(?:^|[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt])"
+
+
 @dataclass(frozen=True, slots=True)
 class Prefilter:
     """A compiled keyword alternation run by pyarrow.compute (RE2, in C++, no Python per cell)."""
@@ -23,9 +30,18 @@ class Prefilter:
     pattern: str
 
     @classmethod
-    def from_keywords(cls, keywords: Iterable[str], extra_patterns: Iterable[str] = ()) -> Prefilter:
-        """Build the prefilter from plain keywords and extra RE2 patterns (e.g. encoded keyword forms)."""
-        parts = sorted({_re2_literal(k) for k in keywords if k}) + sorted(set(extra_patterns))
+    def from_keywords(
+        cls, keywords: Iterable[str], extra_patterns: Iterable[str] = (), token_keywords: Iterable[str] = ()
+    ) -> Prefilter:
+        """Build the prefilter from plain keywords and extra RE2 patterns (e.g. encoded keyword forms).
+
+        Keywords in ``token_keywords`` only count where they start a token (:data:`TOKEN_START`).
+        """
+        anchored = {k for k in token_keywords if k}
+        parts = sorted({_re2_literal(k) for k in keywords if k and k not in anchored})
+        if anchored:
+            parts.append(TOKEN_START + "(?:" + "|".join(sorted(_re2_literal(k) for k in anchored)) + ")")
+        parts += sorted(set(extra_patterns))
         if not parts:
             return cls(pattern="")
         return cls(pattern="|".join(parts))
@@ -96,11 +112,6 @@ def _widen(values: pa.Array) -> pa.Array:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     return values
-
-
-def python_pattern(prefilter: Prefilter) -> re.Pattern[str] | None:
-    """The same alternation for Python's ``re`` (used on small in-Python texts such as windows)."""
-    return re.compile(prefilter.pattern) if prefilter.pattern else None
 
 
 @dataclass(frozen=True, slots=True)

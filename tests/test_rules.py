@@ -233,10 +233,11 @@ def test_valid_user_rule_file_loads(tmp_path):
         ({"examples": ["token=nothing here"]}, "acme-token: example 'token=nothing here' contains none of the rule's keywords"),
         ({"pattern": r"(?P<secret>(a+)+)"}, "acme-token: pattern risks catastrophic backtracking"),
         ({"regex": "x", "verifiers": []}, "acme-token: unknown field(s) regex, verifiers"),
+        ({"token_keywords": ["acme-"]}, "acme-token: 'token_keywords' must be among the rule's keywords (not: acme-)"),
     ],
     ids=["missing-pattern", "missing-keywords", "missing-description", "bad-id", "no-id", "bad-regex",
          "no-secret-group", "unknown-verifier", "bad-severity", "empty-keywords", "bad-entropy",
-         "example-without-keyword", "backtracking", "unknown-keys"],
+         "example-without-keyword", "backtracking", "unknown-keys", "stray-token-keyword"],
 )
 def test_user_rule_validation_errors_name_file_and_rule(tmp_path, changes, message):
     path = _write(tmp_path, _yaml_rule(**changes))

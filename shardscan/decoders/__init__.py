@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -104,18 +104,15 @@ class KeywordSet:
     # RE2 alternation of the plain keywords only.
     plain_pattern: str = ""
 
-    @property
-    def plain_bytes(self) -> tuple[bytes, ...]:
-        """The plain keywords as UTF-8 bytes."""
-        return tuple(k.encode("utf-8") for k in self.plain)
+    plain_bytes: tuple[bytes, ...] = ()  # the plain keywords as UTF-8 bytes
 
     @classmethod
-    def build(cls, keywords: Iterable[str]) -> KeywordSet:
-        """Plain keywords and their encoded forms as one RE2 alternation."""
+    def build(cls, keywords: Iterable[str], token_keywords: Collection[str] = ()) -> KeywordSet:
+        """Plain keywords and their encoded forms as one RE2 alternation (see ``Ruleset.token_keywords``)."""
         plain = tuple(dict.fromkeys(k for k in keywords if k))
         literals = sorted({_re2_literal(k) for k in plain})
-        parts = literals + sorted(set(encoded_keyword_patterns(plain)))
-        return cls(plain, "|".join(parts), "|".join(literals))
+        parts = literals + sorted(set(encoded_keyword_patterns(plain, token_keywords)))
+        return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain))
 
     def binary_excerpts(self, data: bytes) -> str | None:
         """Text around each plain keyword in a binary blob (None when there is none)."""
@@ -125,8 +122,7 @@ class KeywordSet:
         elif not any(needle in data for needle in self.plain_bytes):
             return None
         spans: list[list[int]] = []
-        for keyword in self.plain:
-            needle = keyword.encode("utf-8")
+        for needle in self.plain_bytes:
             at = data.find(needle)
             while at >= 0 and len(spans) < MAX_EXCERPTS:
                 spans.append([max(0, at - EXCERPT_BEFORE), min(len(data), at + EXCERPT_AFTER)])
@@ -321,11 +317,12 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
     return text if keywords.matches(text) and not keywords.matches(parent.text) else None
 
 
-def encoded_keyword_patterns(keywords: Iterable[str]) -> list[str]:
+def encoded_keyword_patterns(keywords: Iterable[str], token_keywords: Collection[str] = ()) -> list[str]:
     """RE2 patterns matching the encoded forms of ``keywords`` (for the prefilter).
 
     * Whole-keyword forms from decoders that re-encode a whole run: base64 at its three byte
-      alignments.
+      alignments (with the token characters that follow a token keyword, see
+      ``Ruleset.token_keywords``).
     * Escaped punctuation, the way serialisers write it: each non-alphanumeric keyword character
       in any escape form next to the alphanumeric run beside it (``ghp\\u005f``,
       ``%2DBEGIN``, ``sk&#45;ant``).
@@ -337,7 +334,7 @@ def encoded_keyword_patterns(keywords: Iterable[str]) -> list[str]:
     keywords = [k for k in dict.fromkeys(keywords) if k]
     patterns: list[str] = []
     for decoder in DECODERS.values():
-        patterns.extend(decoder.keyword_forms(keywords))
+        patterns.extend(decoder.keyword_forms(keywords, token_keywords))
     for keyword in keywords:
         patterns.extend(_escaped_punctuation(keyword))
         head = keyword[:FULLY_ESCAPED_CHARS]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 
@@ -92,7 +92,7 @@ class Decoder:
     name: str
     decode: Callable[[DecodeRequest], Iterator[Decoded]]
     encode: Callable[[str], str]
-    keyword_forms: Callable[[Sequence[str]], list[str]] = field(default=lambda _k: [])
+    keyword_forms: Callable[[Sequence[str], Collection[str]], list[str]] = field(default=lambda _k, _t: [])
     char_forms: Callable[[str], list[str]] = field(default=lambda _c: [])
     text_transform: bool = False
     # Escape decoders: the text every escape starts with, and a pattern for escapes of keyword

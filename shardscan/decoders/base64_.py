@@ -12,7 +12,7 @@ import binascii
 import codecs
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, utf8_or_none
 
@@ -198,7 +198,16 @@ def _char_class(values: set[int]) -> str:
 CONTEXT_KEYWORD_CHARS = 12
 
 
-def keyword_forms(keywords: Sequence[str]) -> list[str]:
+# A token keyword (``Ruleset.token_keywords``) is followed by token characters; its base64 forms
+# take that into account up to this many bytes in all. Three-character keywords alone leave only
+# three fixed base64 characters at two of the three alignments, which a screenshot's base64
+# holds by chance every few hundred kilobytes; the top bit of three more bytes (token characters
+# are ASCII) makes such chance matches about a hundred times rarer.
+TOKEN_FORM_BYTES = 6
+_TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ()) -> list[str]:
     """RE2 patterns for the ``keywords`` inside base64 or base64url, at each of the three byte alignments.
 
     Keywords of one length that differ in one byte are merged first (``ghp_``, ``gho_``, ``ghu_``
@@ -206,24 +215,35 @@ def keyword_forms(keywords: Sequence[str]) -> list[str]:
     alternatives keep the RE2 automaton fast. Characters only partly fixed by a keyword become
     classes (trailing) or are dropped (leading); characters not fixed at all are dropped. Forms
     with fewer than three fully fixed characters are not selective enough and are left out.
+    Keywords in ``token_keywords`` are followed by token characters (see ``TOKEN_FORM_BYTES``).
     """
-    datas = [k.encode("utf-8")[:KEYWORD_BYTES] for k in dict.fromkeys(keywords) if 0 < len(k) <= CONTEXT_KEYWORD_CHARS]
+    patterns: dict[tuple, tuple[list[set[int]], list[list[set[int]]]]] = {}
+    for keyword in dict.fromkeys(keywords):
+        if not 0 < len(keyword) <= CONTEXT_KEYWORD_CHARS:
+            continue
+        data = keyword.encode("utf-8")[:KEYWORD_BYTES]
+        pattern = [{b} for b in data]
+        if keyword in token_keywords:
+            pattern += [set(_TOKEN_BYTES)] * max(0, TOKEN_FORM_BYTES - len(data))
+        patterns.setdefault(tuple(frozenset(p) for p in pattern), (pattern, [pattern]))
     forms: list[str] = []
-    for pattern, members in _merge([([{b} for b in data], [data]) for data in dict.fromkeys(datas)]):
+    for pattern, members in _merge(list(patterns.values())):
         merged = _forms(pattern)
         for align, form in enumerate(merged):
             if form is not None:
                 forms.append(form)
             else:
                 # Merging blurred this alignment below three fixed characters: keep each keyword's own.
-                forms.extend(f for data in members if (f := _forms([{b} for b in data])[align]) is not None)
+                forms.extend(f for member in members if (f := _forms(member)[align]) is not None)
     return list(dict.fromkeys(forms))
 
 
-def _merge(patterns: list[tuple[list[set[int]], list[bytes]]]) -> list[tuple[list[set[int]], list[bytes]]]:
+def _merge(
+    patterns: list[tuple[list[set[int]], list[list[set[int]]]]],
+) -> list[tuple[list[set[int]], list[list[set[int]]]]]:
     """Merge byte patterns of one length that differ in exactly one position, until none do.
 
-    Each pattern carries the keywords it stands for.
+    Each pattern carries the keywords' own patterns it stands for.
     """
     patterns = list(patterns)
     merged = True
@@ -244,6 +264,9 @@ def _merge(patterns: list[tuple[list[set[int]], list[bytes]]]) -> list[tuple[lis
             if merged:
                 break
     return patterns
+
+
+_ANY_CLASS = "[" + _B64.replace("+", "+\\-").replace("/", "/_") + "]"  # a class that admits every character
 
 
 def _forms(pattern: list[set[int]]) -> list[str | None]:
@@ -279,7 +302,7 @@ def _forms(pattern: list[set[int]]) -> list[str | None]:
         # (they only narrow a match that has already started).
         while pieces and (pieces[0] == "" or pieces[0].startswith("[")):
             pieces.pop(0)
-        while pieces and pieces[-1] == "":
+        while pieces and pieces[-1] in ("", _ANY_CLASS):
             pieces.pop()
         selective = sum(1 for piece in pieces if not piece.startswith("[")) >= 3 and "" not in pieces
         forms.append("".join(pieces) if selective else None)

@@ -50,6 +50,9 @@ def _check(scanner, rule: Rule, example: Example, index: int, positive: bool) ->
     text = expand(example.text, seed=f"{rule.id}:{index}")
     if positive and not rule.keyword_in(text):
         return ExampleResult(rule.id, True, index, False, f"example {index + 1} contains none of the rule's keywords")
+    if positive and not _selected(scanner, text):
+        return ExampleResult(rule.id, True, index, False,
+                             f"example {index + 1} is not selected by the prefilter (a token keyword inside a word?)")
     findings, limits = scanner.scan_text(text)
     mine = [f for f in findings if f.rule_id == rule.id]
     if limits:
@@ -64,3 +67,10 @@ def _check(scanner, rule: Rule, example: Example, index: int, positive: bool) ->
     if not positive and mine:
         return ExampleResult(rule.id, False, index, False, f"negative example {index + 1} was detected ({mine[0].preview})")
     return ExampleResult(rule.id, positive, index, True)
+
+
+def _selected(scanner, text: str) -> bool:
+    """Whether a scan's prefilter would hand ``text`` to the detector (examples run the whole pipeline)."""
+    import pyarrow as pa
+
+    return bool(scanner.prefilter.mask(pa.array([text], pa.large_string()))[0])

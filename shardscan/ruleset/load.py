@@ -16,7 +16,9 @@ from shardscan.synth import has_template
 
 _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
-_OPTIONAL = ("min_entropy", "stopwords", "verify", "examples", "negative_examples", "references")
+_OPTIONAL = (
+    "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords"
+)
 _MAX_PATTERN_CHARS = 4000
 
 
@@ -134,6 +136,9 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         raise fail(f"'severity' must be one of {', '.join(SEVERITIES)}")
     keywords = _string_list(raw, "keywords", fail, required=True)
     stopwords = _string_list(raw, "stopwords", fail)
+    token_start = _string_list(raw, "token_keywords", fail)
+    if stray := [k for k in token_start if k not in keywords]:
+        raise fail(f"'token_keywords' must be among the rule's keywords (not: {', '.join(stray)})")
     verify = _string_list(raw, "verify", fail)
     _check_verifiers(verify, fail)
     min_entropy = raw.get("min_entropy")
@@ -161,6 +166,7 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         verify=tuple(verify),
         examples=examples,
         negative_examples=negatives,
+        token_keywords=tuple(token_start),
     )
 
 

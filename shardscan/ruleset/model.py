@@ -36,6 +36,9 @@ class Rule:
     verify: tuple[str, ...] = ()
     examples: tuple[Example, ...] = ()
     negative_examples: tuple[Example, ...] = ()
+    # Keywords this rule only matches at the start of a token, followed by token characters
+    # (see ``Ruleset.token_keywords``).
+    token_keywords: tuple[str, ...] = ()
 
     def keyword_in(self, text: str) -> bool:
         """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter)."""
@@ -69,6 +72,27 @@ class Ruleset:
         return tuple(seen)
 
     @property
+    def token_keywords(self) -> tuple[str, ...]:
+        """Keywords that begin a token in every rule that lists them (a rule's ``token_keywords``).
+
+        A rule declares a keyword a *token keyword* when it only matches it at the start of a
+        token (the start of a text, after a character that is not an ASCII letter or digit, or
+        right after an escape such as ``%3D``, ``\\u003d``, ``\\x3d``, ``\\n``) and followed by
+        at least three more token characters (ASCII letters, digits, ``_``, ``-``). The prefilter
+        uses both facts: other occurrences of the keyword do not select a cell, and its base64
+        forms include the token characters that follow it. Short keywords such as ``eyJ`` and
+        ``A3T`` otherwise occur by chance every few hundred kilobytes of base64 (screenshots), and
+        each such cell would be read into Python, gated and decoded for nothing. A keyword counts
+        as a token keyword only when *every* rule that lists it declares it so.
+        """
+        anchored = []
+        for keyword in self.keywords:
+            listing = [rule for rule in self.rules if keyword in rule.keywords]
+            if listing and all(keyword in rule.token_keywords for rule in listing):
+                anchored.append(keyword)
+        return tuple(anchored)
+
+    @property
     def kinds(self) -> tuple[str, ...]:
         """The credential families covered, sorted."""
         return tuple(sorted({rule.kind for rule in self.rules}))
@@ -81,7 +105,7 @@ class Ruleset:
             h.update(
                 repr(
                     (rule.id, rule.kind, rule.severity, rule.keywords, rule.pattern_source, rule.min_entropy,
-                     rule.stopwords, rule.verify)
+                     rule.stopwords, rule.verify, rule.token_keywords)
                 ).encode()
             )
         return h.hexdigest()[:12]
