@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
-import itertools
 import re
 from collections.abc import Collection, Iterator, Sequence
 
@@ -288,14 +287,15 @@ def _forms(pattern: list[set[int]]) -> list[str | None]:
                 if all(group[i] is None for i in range(first, last + 1)):
                     pieces.append("")
                     continue
-                values: set[int] = set()
-                choices = [sorted(group[i]) if group[i] is not None else range(256) for i in range(first, last + 1)]
-                for combo in itertools.product(*choices):
-                    word = 0
-                    for byte in combo:
-                        word = (word << 8) | byte
-                    shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
-                    values.add((word >> shift) & 0x3F)
+                # The character's bits are an OR of each byte's own bits (shifted into place), so
+                # the possible values combine the distinct contributions of each byte.
+                shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
+                values = {0}
+                for i in range(first, last + 1):
+                    place = 8 * (last - i)
+                    options = group[i] if group[i] is not None else range(256)
+                    bits = {((byte << place) >> shift) & 0x3F for byte in options}
+                    values = {v | b for v in values for b in bits}
                 pieces.append(_char_class(values))
         # Leading characters not fully fixed are dropped: a class there would let many ordinary
         # characters start a match and slow the RE2 automaton down. Trailing ones stay as classes
