@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,24 +22,30 @@ class RenderOptions:
 Renderer = Callable[[Report, RenderOptions], str]
 
 
-def _registry() -> dict[str, Renderer]:
-    # Imported lazily so `import shardscan` stays cheap; the dict is the single list of formats.
-    from shardscan.reporters import card, compact, html, json_report, jsonl, junit, markdown, sarif, terminal
+# The single list of formats: format name -> module in this package that renders it. A module is
+# imported only when its format is asked for (the terminal one pulls in rich, which a gate
+# writing JSON does not need).
+MODULES: dict[str, str] = {
+    "terminal": "terminal",
+    "json": "json_report",
+    "jsonl": "jsonl",
+    "sarif": "sarif",
+    "markdown": "markdown",
+    "html": "html",
+    "card": "card",
+    "junit": "junit",
+    "compact": "compact",
+}
 
-    return {
-        "terminal": terminal.render,
-        "json": json_report.render,
-        "jsonl": jsonl.render,
-        "sarif": sarif.render,
-        "markdown": markdown.render,
-        "html": html.render,
-        "card": card.render,
-        "junit": junit.render,
-        "compact": compact.render,
-    }
+
+def renderer(fmt: str) -> Renderer:
+    """The render function of format ``fmt`` (ValueError for an unknown format)."""
+    if fmt not in MODULES:
+        raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    return importlib.import_module(f"{__name__}.{MODULES[fmt]}").render
 
 
-FORMATS: tuple[str, ...] = ("terminal", "json", "jsonl", "sarif", "markdown", "html", "card", "junit", "compact")
+FORMATS: tuple[str, ...] = tuple(MODULES)
 
 # File name suffix per format, for callers that write every format into one folder (e.g. the gate).
 EXTENSIONS: dict[str, str] = {
@@ -49,10 +56,7 @@ EXTENSIONS: dict[str, str] = {
 
 def render(report: Report, fmt: str, options: RenderOptions | None = None) -> str:
     """Render ``report`` in format ``fmt`` (one of FORMATS)."""
-    registry = _registry()
-    if fmt not in registry:
-        raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    return registry[fmt](report, options or RenderOptions())
+    return renderer(fmt)(report, options or RenderOptions())
 
 
 def write(report: Report, fmt: str, path: Path, options: RenderOptions | None = None) -> Path:

@@ -11,6 +11,7 @@ import regex
 import yaml
 
 from shardscan.errors import ConfigError
+from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.ruleset.model import SEVERITIES, Example, Rule, Ruleset
 from shardscan.synth import has_template
 
@@ -95,7 +96,7 @@ def load_rule_file(path: str | Path) -> list[Rule]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{label}: cannot read rule file ({type(exc).__name__})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from shardscan.errors import ConfigError
+from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.common import b64url_decode, json_object, safe_text
 
@@ -116,7 +117,7 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
 def known_examples() -> KnownExamples:
     """The built-in list, loaded once."""
     try:
-        data = yaml.safe_load(EXAMPLES_FILE.read_text(encoding="utf-8"))
+        data = yaml.load(EXAMPLES_FILE.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{_LABEL}: cannot load ({type(exc).__name__})") from None
     return parse_examples(data)
