@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan.engine import Scanner, _Timer
@@ -182,6 +183,10 @@ _worker_footers: FooterCache | None = None
 def _init_worker(scanner: Scanner) -> None:
     # Each worker receives the Scanner once (pickled by the pool) instead of once per item.
     global _worker_scanner, _worker_footers
+    # The workers are the parallelism: pyarrow's own thread pools (one thread per core in every
+    # worker) would only oversubscribe the cores.
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
     _worker_scanner = scanner
     _worker_footers = FooterCache()
 
