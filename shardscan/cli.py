@@ -77,6 +77,16 @@ DepthOpt = Annotated[int, typer.Option("--max-decode-depth", help="Nested decodi
 DecodeBytesOpt = Annotated[
     int, typer.Option("--max-decode-bytes", help="Characters of decoded text allowed per cell (beyond: a limit hit, exit 3).")
 ]
+MemoryOpt = Annotated[
+    str,
+    typer.Option(
+        "--memory-budget", metavar="SIZE",
+        help="Memory for the scanned data, shared by all workers (e.g. 512MB, 2GB; units are powers of 1024). "
+        "Row groups are read a slice of rows at a time to stay within it; a row group whose single rows "
+        "cannot fit is not read and is reported as a limit hit (exit 3).",
+    ),
+]
+DEFAULT_MEMORY = "2GB"
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Read every shard; neither use nor update the result cache.")]
 CacheDirOpt = Annotated[
     Path | None,
@@ -113,6 +123,19 @@ def _parse_now(value: str | None) -> datetime:
         except ValueError:
             raise _fail(f"--now: not an ISO date or datetime: {value!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _memory_budget(value: str) -> int:
+    """--memory-budget in bytes, checked."""
+    from shardscan.sizes import parse_size
+
+    try:
+        budget = parse_size(value)
+    except ValueError as err:
+        raise _fail(f"--memory-budget: {err}") from None
+    if budget < 1024**2:
+        raise _fail("--memory-budget must be at least 1MB")
+    return budget
 
 
 def _load_rules(rules: list[Path], disable: list[str]) -> Ruleset:
@@ -284,6 +307,7 @@ def scan(
     regex_timeout: TimeoutOpt = 2.0,
     max_decode_depth: DepthOpt = 3,
     max_decode_bytes: DecodeBytesOpt = DecodeLimits().max_bytes,
+    memory_budget: MemoryOpt = DEFAULT_MEMORY,
     allowlist: AllowlistOpt = None,
     no_allowlist: NoAllowlistOpt = False,
     fail_on_stale: FailOnStaleOpt = False,
@@ -327,6 +351,7 @@ def scan(
         regex_timeout=regex_timeout,
         decode=DecodeLimits(max_depth=max_decode_depth, max_bytes=max_decode_bytes),
         reveal_secrets=show_secrets,
+        memory_budget=_memory_budget(memory_budget),
     )
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
@@ -356,6 +381,7 @@ def hook(
     no_allowlist: NoAllowlistOpt = False,
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
+    memory_budget: MemoryOpt = DEFAULT_MEMORY,
 ) -> None:
     """Pre-commit hook: scan the given files, print a compact report, fail on findings or unreadable files.
 
@@ -373,7 +399,7 @@ def hook(
     root = repo_root() or Path.cwd()
     ruleset = _load_rules(rules, disable)
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset, default=root / DEFAULT_ALLOWLIST)
-    options = ScanOptions(now=_parse_now(now))
+    options = ScanOptions(now=_parse_now(now), memory_budget=_memory_budget(memory_budget))
     cache = _cache_location(no_cache, cache_dir, root / CACHE_DIR_NAME)
     report = api_scan(
         files, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted, cache=cache
@@ -403,12 +429,13 @@ def gate(
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
     jobs: JobsOpt = None,
+    memory_budget: MemoryOpt = DEFAULT_MEMORY,
 ) -> None:
     """Publish gate: scan, write JSON, SARIF and HTML reports into --report-dir, exit with the gate's code."""
     jobs = _jobs(jobs)
     ruleset = _load_rules(rules, disable)
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
-    options = ScanOptions(now=_parse_now(now))
+    options = ScanOptions(now=_parse_now(now), memory_budget=_memory_budget(memory_budget))
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
     report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), None, jobs)
     written: list[Path] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -22,11 +23,29 @@ from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, batch_from_table
 from shardscan.reader.formats import open_shard
-from shardscan.reader.parquet import metadata_leaves, read_row_group, row_group_offsets, schema_metadata_leaves
+from shardscan.reader.parquet import (
+    iter_row_group_slices,
+    metadata_leaves,
+    row_group_offsets,
+    schema_metadata_leaves,
+    string_bytes,
+)
 from shardscan.redaction import context_snippet, fingerprint, preview
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
+from shardscan.sizes import format_size
 from shardscan.verifiers import VerifyContext, verify_candidate
+
+
+DEFAULT_MEMORY_BUDGET = 2 * 1024**3
+# Peak memory of scanning a slice, per byte of its strings: the decompressed Parquet page, the
+# Arrow array, the prefilter's copy, the cell as Python text and the rule gate's copy of it. A
+# 200 MB cell measured about 4x above the interpreter's own memory; 6 leaves room for rows larger
+# than the footer's average.
+MEMORY_PER_STRING_BYTE = 6
+# Slices larger than this buy no speed (per-slice costs are milliseconds) and only cost memory:
+# with 16 MiB slices a worker scanning 100 MB row groups peaks at about 350 MiB.
+MAX_SLICE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +61,12 @@ class ScanOptions:
     window_overlap: int = 64 * 1024
     # Attach plaintext to findings for local manual review (``--show-secrets``); never in CI.
     reveal_secrets: bool = False
+    # Bytes the scan's data may take, shared by all worker processes: it sets how many rows of a
+    # row group are read at once, and a row group whose single rows cannot fit is not read (a
+    # limit hit). See ``row_group_plan``.
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    # Worker processes sharing ``memory_budget`` (set by the executor; does not change results).
+    workers: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,15 +160,73 @@ class Scanner:
         batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta)
         return self.scan_batch(batch, shard, timer)
 
+    def for_workers(self, workers: int) -> Scanner:
+        """This scanner for one of ``workers`` processes sharing the memory budget (same results)."""
+        if workers == self.options.workers:
+            return self
+        clone = copy.copy(self)
+        clone.options = replace(self.options, workers=max(1, workers))
+        return clone
+
+    def slice_bytes(self) -> int:
+        """String bytes read at once from a row group: this worker's share of the budget, bounded."""
+        share = self.options.memory_budget // max(1, self.options.workers)
+        return max(1, min(MAX_SLICE_BYTES, share // MEMORY_PER_STRING_BYTE))
+
+    def over_budget(self, shard: str, parquet: pq.ParquetFile, index: int) -> ScanIssue | None:
+        """The limit issue of a row group whose rows, read one at a time, would not fit the budget.
+
+        Judged from the footer against the whole budget (not a worker's share), so the outcome
+        does not depend on the number of workers.
+        """
+        rows = parquet.metadata.row_group(index).num_rows
+        per_row = string_bytes(parquet, index) / max(1, rows)
+        if per_row * MEMORY_PER_STRING_BYTE <= self.options.memory_budget:
+            return None
+        message = (
+            f"row group {index} not read: {rows} row{'s' if rows != 1 else ''} holding {format_size(per_row * rows)} "
+            f"of strings ({format_size(per_row)} per row); scanning a row takes about {MEMORY_PER_STRING_BYTE}x "
+            f"its size, more than the memory budget of {format_size(self.options.memory_budget)} (--memory-budget)"
+        )
+        return ScanIssue(shard, "limit", message, row_group=index)
+
     def scan_row_group(
         self, shard: ShardRef, parquet: pq.ParquetFile, index: int, timer: _Timer | None = None
     ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
-        """Read and scan one row group; raise ShardReadError when it cannot be read."""
+        """Read and scan one row group, a slice of rows at a time (see ``slice_bytes``).
+
+        A row group that cannot fit the memory budget is not read: it is a limit issue. Raises
+        ShardReadError when the row group cannot be read at all; when a later slice fails, the
+        findings of the slices before it are kept and the failure is an issue. Identical texts
+        are scanned once per slice.
+        """
         timer = timer or _Timer()
+        if (issue := self.over_budget(shard.display, parquet, index)) is not None:
+            return [], [issue], ScanStats()
+        findings: list[Finding] = []
+        issues: list[ScanIssue] = []
+        stats = ScanStats()
         t = time.perf_counter()
-        batch = read_row_group(shard, parquet, index, row_group_offsets(parquet)[index])
+        slices = iter_row_group_slices(shard, parquet, index, row_group_offsets(parquet)[index], self.slice_bytes())
+        read = 0
+        try:
+            while (batch := next(slices, None)) is not None:
+                timer.add("read", t)
+                f, i, s = self.scan_batch(batch, shard.display, timer)
+                del batch  # free this slice before the next one is read
+                findings += f
+                issues += i
+                stats += s
+                read += 1
+                t = time.perf_counter()
+        except ShardReadError as err:
+            if not read:
+                raise
+            issues.append(ScanIssue(shard.display, "unreadable", err.reason, row_group=index))
+        finally:
+            slices.close()
         timer.add("read", t)
-        return self.scan_batch(batch, shard.display, timer)
+        return findings, issues, replace(stats, row_groups=1)
 
     def scan_stream(self, shard: ShardRef, timer: _Timer | None = None) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
         """Read and scan a shard that is one sequential stream (JSON Lines, Arrow IPC): metadata, then every batch.

@@ -221,6 +221,7 @@ def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterato
     it had not finished are reported unreadable rather than silently dropped.
     """
     jobs = max(1, min(jobs, len(items)))
+    scanner = scanner.for_workers(jobs)  # the workers share the memory budget
     if jobs == 1:
         footers = FooterCache()
         for item in items:

@@ -80,7 +80,8 @@ class Prefilter:
             members = [i for i, t in enumerate(targets) if t.type == family and len(t)]
             if not members:
                 continue
-            joined = pa.concat_arrays([targets[i] for i in members])
+            # (One member needs no concatenation, which would copy all of its text.)
+            joined = targets[members[0]] if len(members) == 1 else pa.concat_arrays([targets[i] for i in members])
             matched = pc.fill_null(pc.match_substring_regex(joined, self.pattern), False)
             hits = matched.to_numpy(zero_copy_only=False)
             at = 0

@@ -16,6 +16,8 @@ from shardscan.reader.sources import ShardRef
 # Parquet key/value metadata that pyarrow writes itself (a serialised schema): not user text.
 _GENERATED_METADATA_KEYS = {b"ARROW:schema"}
 METADATA_ROW = -1  # row index reported for file-level metadata cells
+_LOCAL_READS = {"pre_buffer": False, "buffer_size": 1 << 20}
+_BYTE_ARRAY_TYPES = {"BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +40,10 @@ def open_parquet(shard: ShardRef) -> pq.ParquetFile:
         handle.seek(0)
         if head != b"PAR1":
             raise ShardReadError(shard.display, "not a readable Parquet file (bad magic bytes at the start)")
-        return pq.ParquetFile(handle)
+        # Locally, page-sized buffered reads instead of pre-buffering whole column chunks: memory
+        # then follows the rows being decoded, not the row group (and reads are no slower). Remote
+        # shards keep pre-buffering, which coalesces ranges into few requests.
+        return pq.ParquetFile(handle, **(_LOCAL_READS if shard.filesystem is None else {}))
     except ShardReadError:
         raise
     except Exception as exc:  # pyarrow raises several types for bad files
@@ -64,6 +69,61 @@ def read_row_group(shard: ShardRef, parquet: pq.ParquetFile, index: int, row_off
     except Exception as exc:
         raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
     return batch_from_table(table, index, row_offset)
+
+
+def string_bytes(parquet: pq.ParquetFile, index: int) -> int:
+    """Uncompressed bytes of a row group's byte-array column chunks, from the footer (no data read).
+
+    An estimate of the text a reader will hold: a dictionary-encoded column decodes to more
+    than its encoded size when values repeat.
+    """
+    group = parquet.metadata.row_group(index)
+    total = 0
+    for j in range(group.num_columns):
+        chunk = group.column(j)
+        if chunk.physical_type in _BYTE_ARRAY_TYPES:
+            total += max(0, chunk.total_uncompressed_size)
+    return total
+
+
+def iter_row_group_slices(
+    shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int, slice_bytes: int
+) -> Iterator[RowGroupBatch]:
+    """Read one row group as batches of whole rows holding about ``slice_bytes`` of strings each.
+
+    The rows per slice come from the footer (the row group's string bytes / its rows), so memory
+    follows the slice, not the row group. Each batch carries the row group's ``index`` and its
+    own ``row_offset`` (rows keep their shard-level numbers). Raises ShardReadError naming the
+    row group when a slice cannot be read (slices read before it have been yielded).
+    """
+    try:
+        num_rows = parquet.metadata.row_group(index).num_rows
+        columns = string_columns(parquet)
+        if columns is not None and not columns:  # nothing can hold text: only the row count is needed
+            yield RowGroupBatch(index, row_offset, num_rows, ())
+            return
+        per_row = string_bytes(parquet, index) / max(1, num_rows)
+        rows = max(1, min(num_rows, int(slice_bytes // per_row) if per_row else num_rows))
+        if rows >= num_rows:  # one slice: the plain row-group read is the fastest path
+            table = parquet.read_row_group(index, columns=columns)
+            yield batch_from_table(table, index, row_offset)
+            return
+        batches = parquet.iter_batches(batch_size=rows, row_groups=[index], columns=columns, use_pandas_metadata=False)
+    except Exception as exc:
+        raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
+    start = 0
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as exc:
+            raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
+        if batch is None:
+            break
+        yield batch_from_table(pa.Table.from_batches([batch]), index, row_offset + start)
+        start += batch.num_rows
+        del batch  # drop the slice before the next one is decoded
+    if start != num_rows:
+        raise ShardReadError(shard.display, f"row group unreadable (read {start} of {num_rows} rows)", index)
 
 
 def string_columns(parquet: pq.ParquetFile) -> list[str] | None:
