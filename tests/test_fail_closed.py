@@ -22,6 +22,7 @@ SECRETS = {
     "anthropic": expand("{{anthropic:api03}}", seed="fc-an"),
     "aws": expand("{{aws_id:AKIA}}", seed="fc-aws"),
     "private-key": expand("{{pem:ec}}", seed="fc-pem"),
+    "over-budget": expand("{{github:ghp_}}", seed="fc-ob"),
 }
 
 
@@ -62,6 +63,9 @@ def _build(folder: Path) -> None:
         ),
         folder / "pathological.parquet",
     )
+    # One row of 16 MiB cannot be scanned within the run's 64 MiB budget (a row takes ~6x its size).
+    pq.write_table(pa.table({"cell": [(filler * 2)[: 16 * 1024 * 1024] + f" {SECRETS['over-budget']}"]}),
+                   folder / "over-budget.parquet")
     (folder / "notes.txt").write_text(f"not a shard, not scanned: {SECRETS['github']}")
 
 
@@ -73,7 +77,7 @@ def test_everything_at_once(tmp_path: Path):
     args = [arg for fmt, path in outputs.items() for arg in ("--format", f"{fmt}:{path}")]
     proc = subprocess.run(
         [sys.executable, "-m", "shardscan.cli", "-vv", "scan", str(data), "--no-allowlist", "--now", "2026-12-02",
-         *args],
+         "--memory-budget", "64MB", *args],
         capture_output=True, text=True, cwd=REPO, timeout=600,
     )
     assert proc.returncode == 3, proc.stderr[-3000:]
@@ -92,8 +96,9 @@ def test_everything_at_once(tmp_path: Path):
     errors = {(e["shard"], e["row_group"]): e["message"] for e in report["errors"]}
     assert set(errors) == {
         ("truncated.parquet", None), ("bad-magic.parquet", None), ("empty.parquet", None),
-        ("lfs-pointer.parquet", None), ("corrupt-row-group.parquet", 1),
+        ("lfs-pointer.parquet", None), ("corrupt-row-group.parquet", 1), ("over-budget.parquet", 0),
     }
+    assert errors[("over-budget.parquet", 0)].startswith("row group 0 not read: 1 row holding 16.0 MiB of strings")
     assert "Git LFS pointer" in errors[("lfs-pointer.parquet", None)]
     assert errors[("corrupt-row-group.parquet", 1)].startswith("row group unreadable")
     for shard in ("truncated.parquet", "bad-magic.parquet", "empty.parquet"):
