@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -243,3 +244,16 @@ def test_peak_memory_follows_the_slice_not_the_row_group(tmp_path: Path):
     # page-sized reads). Slices of 16 MiB peak near 220 MiB. 350 MiB leaves room above that for other
     # machines (more threads, other builds) and stays below anything that holds the row group whole.
     assert peak < 350 * 1024**2, f"peak RSS {peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize("command", ["gate", "hook"])
+def test_gate_and_hook_take_the_budget(huge_cell_shard, tmp_path: Path, command: str):
+    path, _spans = huge_cell_shard
+    extra = ["--report-dir", str(tmp_path / "reports"), "--no-allowlist"] if command == "gate" else ["--no-allowlist"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "shardscan.cli", command, str(path), "--memory-budget", "64MB", "--no-cache", *extra],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600,
+    )
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "row group 0 not read" in proc.stdout
+    assert "ghp_" not in proc.stdout + proc.stderr
