@@ -529,6 +529,15 @@ def positives() -> list[Case]:
     add("pem-openssh-head", "pem", f"$ head -5 ~/.ssh/id_ed25519\n{head}\n$ ", E("private-key-truncated", head))
     g = ghp("unicode-escape")
     add("unicode-escaped-neighbour", "wrapping", '{"html": "\\u003ccode\\u003e' + g + '\\u003c/code\\u003e"}', G(g))
+    # Once known gaps, found since decoding (base64) and literal joining (string-concat) landed.
+    g, h = ghp("gap-basic"), hf("gap-k8s")
+    add("basic-auth-base64", "wrapping",
+        f"Authorization: Basic {base64.b64encode(f'x-access-token:{g}'.encode()).decode()}", G(g))
+    add("k8s-secret-data-base64", "yaml",
+        f"kind: Secret\ndata:\n  HF_TOKEN: {base64.b64encode(h.encode()).decode()}\n", E("huggingface-token", h))
+    key = pem("rsa-pkcs8")
+    js = "const privateKey =\n" + " +\n".join(f'  "{line}\\n"' for line in key.splitlines()) + ";"
+    add("pem-in-js-string-concatenation", "pem", js, E("private-key", key))
     return cases
 
 
@@ -710,20 +719,10 @@ def long_traces() -> list[Case]:
 def gaps() -> list[Case]:
     """Known gaps: credentials the scanner does not (yet) report as labelled. Reported, not counted.
 
-    They need a decoding stage (base64 inside a k8s Secret or a Basic auth header) or are cut
-    apart by the text itself (terminal line wrapping, string concatenation in code).
+    A token cut apart by the text itself (terminal line wrapping) reads as two unrelated pieces.
     """
-    g, h = ghp("gap-basic"), hf("gap-k8s")
-    key = pem("rsa-pkcs8")
-    lines = key.splitlines()
-    js = "const privateKey =\n" + " +\n".join(f'  "{line}\\n"' for line in lines) + ";"
     wrapped = f"GITHUB_TOKEN={ghp('gap-wrap')}"
     return [
-        Case("gap-basic-auth-base64", "gap",
-             f"Authorization: Basic {base64.b64encode(f'x-access-token:{g}'.encode()).decode()}", (G(g),)),
-        Case("gap-k8s-secret-data-base64", "gap",
-             f"kind: Secret\ndata:\n  HF_TOKEN: {base64.b64encode(h.encode()).decode()}\n", (E("huggingface-token", h),)),
-        Case("gap-pem-in-js-string-concatenation", "gap", js, (E("private-key", key),)),
         Case("gap-terminal-wrapped-token", "gap", wrapped[:30] + "\n" + wrapped[30:], (G(wrapped.split("=", 1)[1]),)),
     ]
 

@@ -21,7 +21,7 @@ def decode_one(name: str, text: str) -> list:
 
 
 def test_registry_names_match_decoder_records():
-    assert list(DECODERS) == ["json-string", "percent", "base64", "html-entity", "hex-escape"]
+    assert list(DECODERS) == ["json-string", "percent", "base64", "html-entity", "hex-escape", "string-concat"]
     for name, decoder in DECODERS.items():
         assert decoder.name == name
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from shardscan.decoders import base64_, hex_escape, html_entities, json_string, percent
+from shardscan.decoders import base64_, hex_escape, html_entities, json_string, percent, string_concat
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
 
 __all__ = [
@@ -40,6 +40,7 @@ DECODERS: dict[str, Decoder] = {
     base64_.NAME: base64_.DECODER,
     html_entities.NAME: html_entities.DECODER,
     hex_escape.NAME: hex_escape.DECODER,
+    string_concat.NAME: string_concat.DECODER,
 }
 """Every decoder, by the name that appears in a finding's decode chain."""
 

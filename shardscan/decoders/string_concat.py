@@ -1,0 +1,56 @@
+"""Adjacent string literals joined, as code that builds a private key from pieces reads once it runs.
+
+An agent writing a config loader or a test fixture often embeds a private key as one literal per
+PEM line: ``"-----BEGIN ... KEY-----\\n"`` then ``"MIIE...\\n"`` on the next line (Python and C
+join adjacent literals), or ``'...' +`` (JavaScript, Java, C#), ``"..." .`` (PHP), ``"..." &``
+(VB), a backslash line continuation. Joining the literals gives back the text the program holds;
+the PEM line breaks inside the literals are then undone by the JSON-string decoder.
+
+Only the separator between two literals of the same quote kind is removed: a closing quote,
+whitespace with at least one line break or an operator, and the next opening quote. Commas and
+colons (lists, JSON objects, arguments) never join.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, substitute
+
+NAME = "string-concat"
+
+_GAP = r"[ \t]*"
+_BREAK = r"(?:\\?\r?\n" + _GAP + r")+"
+_JOIN = re.compile(
+    r"""(["'])"""  # the closing quote of a literal
+    + _GAP
+    + r"(?:[+.&]" + _GAP + r"(?:" + _BREAK + r")?"  # an operator, maybe with line breaks after it
+    + r"|" + _BREAK + r"(?:[+.&]" + _GAP + r")?"  # or line breaks, maybe with an operator after them
+    + r")\1"  # the opening quote of the next literal, of the same kind
+)
+
+
+# Only texts that hold a private key marker are joined. A key is the credential code writes line
+# by line, one literal per PEM line; tokens fit in one literal. One substring test (C speed)
+# keeps the join pattern off the many JSON and code texts near other keywords.
+TRIGGER = "PRIVATE KEY"
+
+
+def decode(request: DecodeRequest) -> Iterator[Decoded]:
+    """Yield the view with every pair of adjacent literals joined (nothing when there is none)."""
+    text = request.text
+    if TRIGGER not in text:
+        return
+    decoded = substitute(request, _JOIN, lambda match: "")
+    if decoded is not None:
+        yield decoded
+
+
+def encode(text: str) -> str:
+    """``text`` as implicitly joined double-quoted literals of up to 64 characters, one per line."""
+    pieces = [text[i : i + 64] for i in range(0, len(text), 64)] or [""]
+    return '"' + '"\n    "'.join(pieces) + '"'
+
+
+DECODER = Decoder(name=NAME, decode=decode, encode=encode, text_transform=True, trigger=TRIGGER)
