@@ -213,3 +213,16 @@ def test_exit_2_on_usage_errors(tmp_path, args):
         return
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert result.stderr.strip()
+
+
+def test_a_large_report_on_a_pipe_is_complete_when_the_process_ends(tmp_path):
+    """The CLI ends without interpreter teardown: everything buffered for stdout must still arrive."""
+    tokens = [expand("{{github:ghp_}}", seed=f"pipe-{i}") for i in range(400)]
+    rows = [trace_row([("tool", f"export GITHUB_TOKEN={token}")]) for token in tokens]
+    write_trace_shard(tmp_path / "data" / "train-00000-of-00001.parquet", rows, row_group_size=100)
+    proc = run("scan", str(tmp_path / "data"), "--format", "jsonl")
+    assert proc.returncode == 1, proc.stderr
+    assert len(proc.stdout) > 65536  # more than a pipe buffer holds
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    rows_found = sorted(r["row"] for r in records if r.get("type", "finding") == "finding" and "row" in r)
+    assert rows_found == list(range(400))

@@ -122,6 +122,12 @@ def issue_where(issue: ScanIssue) -> str:
     return where
 
 
+def decision_line(report: Report) -> str:
+    """The gate decision as one line: ``gate: PASS (exit 0): <reason>``."""
+    decision = report.decision
+    return f"gate: {'PASS' if decision.passed else 'FAIL'} (exit {decision.exit_code}): {decision.reason}"
+
+
 def gate_why(report: Report) -> list[str]:
     """Why the gate decided as it did, beyond the one-line reason: the policy that was applied."""
     policy = report.policy

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from shardscan.report import Report
 from shardscan.reporters._common import (
+    decision_line,
     entry_text,
     gate_why,
     human_bytes,
@@ -194,10 +195,8 @@ def _allowlist(console: Console, report: Report) -> None:
 
 
 def _decision(console: Console, report: Report, quiet: bool) -> None:
-    decision = report.decision
-    style = "bold green" if decision.passed else "bold red"
-    verdict = "PASS" if decision.passed else "FAIL"
-    console.print(_t(f"gate: {verdict} (exit {decision.exit_code}): {decision.reason}", style))
+    style = "bold green" if report.decision.passed else "bold red"
+    console.print(_t(decision_line(report), style))
     if not quiet:
         for line in gate_why(report):
             console.print(_t(f"  why: {line}"))
