@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from shardscan.decoders import base64_
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
@@ -66,3 +67,18 @@ def test_regex_timeout_is_reported_as_a_limit_not_a_hang():
     findings, limits = scanner.scan_text("eyJ" + "a" * 4_000_000)
     assert findings == []
     assert limits and "time limit" in limits[0]
+
+
+def test_lines_that_only_look_wrapped_are_read_once():
+    """Keyword lines between 63-character lines, over a whole 4 MB scan window.
+
+    Each 63-character line starts a base64 run that is not wrapped (63 is not a multiple of 4);
+    reading every run to the end of the window made this quadratic (7.6 s for 120 KB, hours for
+    4 MB). Runs are now read line by line, up to the line that decides them.
+    """
+    text = ("AKIA\n" + "B" * 63 + "\n") * (4_000_000 // 69)
+    runs = list(base64_.runs(text))
+    assert len(runs) == 4_000_000 // 69
+    assert {(end - start, body) for start, end, body in runs} == {(63, "B" * 63)}
+    findings, limits = Scanner(RULESET).scan_text(text)
+    assert (findings, limits) == ([], [])

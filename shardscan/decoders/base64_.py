@@ -23,10 +23,10 @@ MIN_RUN = 24
 # Wrapped base64 (``base64`` wraps at 76, PEM at 64): lines of one length, separated by real
 # or JSON-escaped line breaks, the last line no longer than the others. The leading boundary
 # character makes a failed attempt cost one step inside a word instead of a rescan of its tail.
-_RUN = re.compile(
-    r"[^A-Za-z0-9+/_-]([A-Za-z0-9+/_-]{%d,}(?:(?:\r?\n|\\r\\n|\\n)[ \t]*[A-Za-z0-9+/_-]+)*={0,2})" % MIN_RUN
-)
+_FIRST_LINE = re.compile(r"[^A-Za-z0-9+/_-]([A-Za-z0-9+/_-]{%d,})" % MIN_RUN)
+_LINE = re.compile(r"[A-Za-z0-9+/_-]+")
 _BREAK = re.compile(r"(?:\r?\n|\\r\\n|\\n)[ \t]*")
+_PADDING = re.compile(r"={0,2}")
 _URL_TO_STD = str.maketrans("-_", "+/")
 # Base64 of image formats' magic bytes (PNG, JPEG, GIF, WebP): screenshots are common in traces,
 # and pixels hold no text credential, so these runs are not decoded at all.
@@ -71,39 +71,55 @@ def runs(text: str) -> Iterator[tuple[int, int, str]]:
 
 
 def _runs_in(padded: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
-    # ``padded[lo]`` is the character before the run: a boundary the run pattern starts on.
-    match = _RUN.match(padded, lo, hi)
-    if match is not None:
-        start, end = match.start(1) - 1, match.end(1) - 1
-        body = match.group(1)
-        breaks = list(_BREAK.finditer(body)) if "\n" in body or "\\n" in body else []
-        if breaks:
-            first = breaks[0].start()
-            if first % 4 or first < 16:
-                # Not wrapped base64: only the first line is a run.
-                end = start + first
-                body = body[:first]
-            else:
-                pieces = []
-                cursor = 0
-                for brk in breaks:
-                    line = body[cursor : brk.start()]
-                    if len(line) != first:
-                        break
-                    pieces.append(line)
-                    cursor = brk.end()
-                else:
-                    line = body[cursor:]
-                # A shorter last line belongs to the run when it completes the last quantum.
-                complete = (first * len(pieces) + len(line.rstrip("="))) % 4 != 1
-                if len(line) <= first and complete and "=" not in line.rstrip("="):
-                    pieces.append(line)
-                    end = start + cursor + len(line)
-                else:
-                    end = start + cursor - (breaks[len(pieces) - 1].end() - breaks[len(pieces) - 1].start())
-                body = "".join(pieces)
-        if len(body) >= MIN_RUN:
-            yield start, end, body
+    """The run starting after ``padded[lo]`` (a boundary character), read line by line.
+
+    Lines are read only up to the first one whose length differs from the first line's (the
+    last line of a wrapped run, or the end of it), so the work is linear in the run: text that
+    merely looks wrapped (a keyword line between lines of 63 characters, repeated) never makes
+    every run rescan the rest of the cell.
+    """
+    head = _FIRST_LINE.match(padded, lo, hi)
+    if head is None:
+        return
+    start = head.start(1) - 1  # in the text (``padded`` has one leading character)
+    first = len(head.group(1))
+    wrapped = first % 4 == 0 and first >= 16
+    lines = [head.group(1)]
+    line_starts = [head.start(1)]
+    break_lengths: list[int] = []
+    pos = head.end()
+    more = True  # whether another break and line follow the last line read
+    while True:
+        brk = _BREAK.match(padded, pos, hi)
+        line = _LINE.match(padded, brk.end(), hi) if brk is not None else None
+        if line is None:
+            more = False
+            break
+        if len(lines) > 1 and len(lines[-1]) != first or len(lines) == 2 and not wrapped:
+            break  # the lines read so far decide the run; this one only says the last was not last
+        break_lengths.append(brk.end() - brk.start())
+        lines.append(line.group())
+        line_starts.append(line.start())
+        pos = line.end()
+    padding = "" if more else _PADDING.match(padded, pos, hi).group()
+    if len(lines) == 1:
+        body = lines[0] + padding
+        end = start + len(body)
+    elif not wrapped:
+        body, end = lines[0], start + first  # not wrapped base64: only the first line is a run
+    else:
+        pieces, last = lines[:-1], lines[-1] + padding
+        cursor = line_starts[-1] - 1
+        # A shorter last line belongs to the run when it completes the last quantum.
+        complete = (first * len(pieces) + len(last.rstrip("="))) % 4 != 1
+        if len(last) <= first and complete and "=" not in last.rstrip("="):
+            pieces.append(last)
+            end = cursor + len(last)
+        else:
+            end = cursor - break_lengths[-1]
+        body = "".join(pieces)
+    if len(body) >= MIN_RUN:
+        yield start, end, body
 
 
 def mostly_base64(text: str) -> bool:
