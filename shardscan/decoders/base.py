@@ -147,6 +147,36 @@ def substitute(
     return Decoded(0, len(text), "".join(pieces), offsets)
 
 
+def decode_in_place(
+    request: DecodeRequest,
+    trigger: str,
+    pattern: re.Pattern[str],
+    replace: Callable[[re.Match[str]], str | None],
+    byte_width: int = 0,
+) -> Iterator[Decoded]:
+    """The one view of an escape decoder: every match of ``pattern`` decoded in place (see :func:`substitute`).
+
+    Nothing is yielded when the text lacks ``trigger`` (a substring every escape holds, tested
+    before the regex runs) or when no escape changed. Byte-escape decoders give ``byte_width``,
+    the characters one escaped byte takes (``%2D``: 3), so offsets stay exact inside runs.
+    """
+    if trigger not in request.text:
+        return
+    decoded = substitute(request, pattern, replace)
+    if decoded is not None:
+        yield split_runs(decoded, byte_width) if byte_width else decoded
+
+
+def byte_run_replacement(prefix: str) -> Callable[[re.Match[str]], str]:
+    """The replacement for a run of byte escapes written ``<prefix>NN`` (``%2D``, ``\\x2d``): its bytes
+    read as UTF-8, invalid bytes as U+FFFD."""
+
+    def replace(match: re.Match[str]) -> str:
+        return bytes.fromhex(match.group(0).replace(prefix, "")).decode("utf-8", "replace")
+
+    return replace
+
+
 def utf8_or_none(data: bytes) -> str | None:
     """``data`` as UTF-8 text, or None when it is not valid UTF-8."""
     try:

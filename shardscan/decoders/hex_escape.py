@@ -5,26 +5,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, split_runs, substitute, utf8_or_none
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, byte_run_replacement, decode_in_place
 
 NAME = "hex-escape"
 
 _RUN = re.compile(r"(?:\\x[0-9A-Fa-f]{2})+")
 
 
-def _replace(match: re.Match[str]) -> str:
-    data = bytes.fromhex(match.group(0).replace("\\x", ""))
-    text = utf8_or_none(data)
-    return text if text is not None else data.decode("utf-8", "replace")
+_REPLACE = byte_run_replacement("\\x")
 
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
     """Yield the view with every run of ``\\xNN`` escapes decoded (nothing when it has none)."""
-    if "\\x" not in request.text:
-        return
-    decoded = substitute(request, _RUN, _replace)
-    if decoded is not None:
-        yield split_runs(decoded, 4)
+    yield from decode_in_place(request, "\\x", _RUN, _REPLACE, byte_width=4)
 
 
 def encode(text: str) -> str:

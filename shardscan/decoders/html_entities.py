@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from html.entities import html5
 
-from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, substitute
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, decode_in_place
 
 NAME = "html-entity"
 
@@ -29,11 +29,7 @@ def _replace(match: re.Match[str]) -> str | None:
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
     """Yield the view with every character reference decoded (nothing when it has none)."""
-    if "&" not in request.text:
-        return
-    decoded = substitute(request, _REFERENCE, _replace)
-    if decoded is not None:
-        yield decoded
+    yield from decode_in_place(request, "&", _REFERENCE, _replace)
 
 
 def encode(text: str) -> str:

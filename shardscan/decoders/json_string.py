@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 
-from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, substitute
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, decode_in_place
 
 NAME = "json-string"
 
@@ -35,11 +35,7 @@ def _replace(match: re.Match[str]) -> str:
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
     """Yield the view with every JSON string escape decoded (nothing when it has none)."""
-    if "\\" not in request.text:
-        return
-    decoded = substitute(request, _ESCAPE, _replace)
-    if decoded is not None:
-        yield decoded
+    yield from decode_in_place(request, "\\", _ESCAPE, _replace)
 
 
 def encode(text: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, substitute
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, decode_in_place
 
 NAME = "string-concat"
 
@@ -39,12 +39,7 @@ TRIGGER = "PRIVATE KEY"
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
     """Yield the view with every pair of adjacent literals joined (nothing when there is none)."""
-    text = request.text
-    if TRIGGER not in text:
-        return
-    decoded = substitute(request, _JOIN, lambda match: "")
-    if decoded is not None:
-        yield decoded
+    yield from decode_in_place(request, TRIGGER, _JOIN, lambda match: "")
 
 
 def encode(text: str) -> str:
