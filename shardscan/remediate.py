@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from shardscan.errors import ShardscanError
 from shardscan.model import Finding, Status, Verdict
 from shardscan.reader import METADATA_ROW, ShardRef
+from shardscan.reader.parquet import row_group_offsets
 
 DEFAULT_REPLACEMENT = "[REDACTED:{kind}:{fp}]"
 
@@ -238,10 +239,7 @@ def _redact_parquet(
         manifest += _manifest(items, template)
     schema = schema.with_metadata(metadata) if metadata else schema
 
-    offsets, total = [], 0
-    for i in range(parquet.metadata.num_row_groups):
-        offsets.append(total)
-        total += parquet.metadata.row_group(i).num_rows
+    offsets = row_group_offsets(parquet)
     compression = _compression(parquet)
     destination.parent.mkdir(parents=True, exist_ok=True)
     with pq.ParquetWriter(destination, schema, compression=compression) as writer:

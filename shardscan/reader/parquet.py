@@ -67,8 +67,12 @@ def read_row_group(shard: ShardRef, parquet: pq.ParquetFile, index: int, row_off
             return RowGroupBatch(index, row_offset, parquet.metadata.row_group(index).num_rows, ())
         table = parquet.read_row_group(index, columns=columns)
     except Exception as exc:
-        raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
+        raise _unreadable(shard, index, exc) from None
     return batch_from_table(table, index, row_offset)
+
+
+def _unreadable(shard: ShardRef, index: int, exc: Exception) -> ShardReadError:
+    return ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index)
 
 
 def string_bytes(parquet: pq.ParquetFile, index: int) -> int:
@@ -98,25 +102,24 @@ def iter_row_group_slices(
     """
     try:
         num_rows = parquet.metadata.row_group(index).num_rows
-        columns = string_columns(parquet)
-        if columns is not None and not columns:  # nothing can hold text: only the row count is needed
-            yield RowGroupBatch(index, row_offset, num_rows, ())
-            return
         per_row = string_bytes(parquet, index) / max(1, num_rows)
-        rows = max(1, min(num_rows, int(slice_bytes // per_row) if per_row else num_rows))
-        if rows >= num_rows:  # one slice: the plain row-group read is the fastest path
-            table = parquet.read_row_group(index, columns=columns)
-            yield batch_from_table(table, index, row_offset)
-            return
+        columns = string_columns(parquet)
+    except Exception as exc:
+        raise _unreadable(shard, index, exc) from None
+    rows = max(1, min(num_rows, int(slice_bytes // per_row) if per_row else num_rows))
+    if rows >= num_rows or columns == []:  # one slice, or no text at all: the plain row-group read
+        yield read_row_group(shard, parquet, index, row_offset)
+        return
+    try:
         batches = parquet.iter_batches(batch_size=rows, row_groups=[index], columns=columns, use_pandas_metadata=False)
     except Exception as exc:
-        raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
+        raise _unreadable(shard, index, exc) from None
     start = 0
     while True:
         try:
             batch = next(batches, None)
         except Exception as exc:
-            raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
+            raise _unreadable(shard, index, exc) from None
         if batch is None:
             break
         yield batch_from_table(pa.Table.from_batches([batch]), index, row_offset + start)
