@@ -21,7 +21,7 @@ from shardscan.errors import ShardReadError, describe_exception
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
 from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.relax import relax
-from shardscan.reader import METADATA_ROW, LeafCells, RowGroupBatch, ShardRef, batch_from_table
+from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
 from shardscan.reader.formats import open_shard
 from shardscan.reader.parquet import (
     iter_row_group_slices,
@@ -125,14 +125,13 @@ class Scanner:
     def __init__(self, ruleset: Ruleset, options: ScanOptions | None = None) -> None:
         self.ruleset = ruleset
         self.options = options or ScanOptions()
-        encoded = decoders.encoded_keyword_patterns(ruleset.keywords, ruleset.token_keywords)
+        self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords)
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords, encoded if decoding else (), ruleset.token_keywords
+            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords
         )
-        self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords)
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
         # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).

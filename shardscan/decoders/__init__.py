@@ -104,16 +104,18 @@ class KeywordSet:
     pattern: str
     # RE2 alternation of the plain keywords only.
     plain_pattern: str = ""
-
     plain_bytes: tuple[bytes, ...] = ()  # the plain keywords as UTF-8 bytes
+    # RE2 patterns of the encoded forms (:func:`encoded_keyword_patterns`), which the prefilter uses too.
+    encoded: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, keywords: Iterable[str], token_keywords: Collection[str] = ()) -> KeywordSet:
         """Plain keywords and their encoded forms as one RE2 alternation (see ``Ruleset.token_keywords``)."""
         plain = tuple(dict.fromkeys(k for k in keywords if k))
         literals = sorted({_re2_literal(k) for k in plain})
-        parts = literals + sorted(set(encoded_keyword_patterns(plain, token_keywords)))
-        return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain))
+        encoded = tuple(encoded_keyword_patterns(plain, token_keywords))
+        parts = literals + sorted(set(encoded))
+        return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain), encoded)
 
     def binary_excerpts(self, data: bytes) -> str | None:
         """Text around each plain keyword in a binary blob (None when there is none)."""
