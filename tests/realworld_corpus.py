@@ -23,6 +23,7 @@ import random
 import string
 import struct
 import sys
+import textwrap
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -145,7 +146,7 @@ def pem(kind: str) -> str:
     elif kind == "rsa-pkcs8":
         data = _rsa_key().private_bytes(enc, s.PrivateFormat.PKCS8, none)
     elif kind == "rsa-openssh":
-        data = _rsa_key().private_bytes(enc, s.PrivateFormat.OpenSSH, none)
+        data = _ssh_keygen_wrapped(_rsa_key().private_bytes(enc, s.PrivateFormat.OpenSSH, none))
     elif kind == "rsa-legacy-encrypted":
         data = _rsa_key().private_bytes(enc, s.PrivateFormat.TraditionalOpenSSL, s.BestAvailableEncryption(b"hunter22"))
     elif kind == "ec-sec1":
@@ -156,7 +157,7 @@ def pem(kind: str) -> str:
         # 1024 bits: a real DSA key, and 2048-bit parameter generation takes seconds.
         data = dsa.generate_private_key(key_size=1024).private_bytes(enc, s.PrivateFormat.TraditionalOpenSSL, none)
     elif kind == "ed25519-openssh":
-        data = ed25519.Ed25519PrivateKey.generate().private_bytes(enc, s.PrivateFormat.OpenSSH, none)
+        data = _ssh_keygen_wrapped(ed25519.Ed25519PrivateKey.generate().private_bytes(enc, s.PrivateFormat.OpenSSH, none))
     elif kind == "ed25519-pkcs8":
         data = ed25519.Ed25519PrivateKey.generate().private_bytes(enc, s.PrivateFormat.PKCS8, none)
     elif kind == "encrypted-pkcs8":
@@ -169,6 +170,17 @@ def pem(kind: str) -> str:
     else:
         raise ValueError(kind)
     return data.decode().strip()
+
+
+def _ssh_keygen_wrapped(pem: bytes) -> bytes:
+    """An OpenSSH key body wrapped at 70 columns, as ssh-keygen writes it.
+
+    cryptography's own width changed between releases (76, then 64); cases that show the first
+    lines of a key (``head -5``) must expose the same bytes whatever version generated it.
+    """
+    lines = pem.decode().strip().splitlines()
+    body = "".join(lines[1:-1])
+    return "\n".join([lines[0], *textwrap.wrap(body, 70), lines[-1]]).encode()
 
 
 def _ssh_string(data: bytes) -> bytes:
@@ -527,6 +539,9 @@ def positives() -> list[Case]:
         json.dumps({"stdout": head + "\n... [output truncated: 16 more lines]"}), E("private-key-truncated", head, "unverified"))
     head = "\n".join(pem("ed25519-openssh").splitlines()[:5])
     add("pem-openssh-head", "pem", f"$ head -5 ~/.ssh/id_ed25519\n{head}\n$ ", E("private-key-truncated", head))
+    head = pem("ed25519-openssh")[:280]  # cut inside the seed: a real key, partly exposed
+    add("pem-openssh-cut-inside-seed", "pem", f"$ head -c 280 ~/.ssh/id_ed25519\n{head}\n$ ",
+        E("private-key-truncated", head, "unverified"))
     g = ghp("unicode-escape")
     add("unicode-escaped-neighbour", "wrapping", '{"html": "\\u003ccode\\u003e' + g + '\\u003c/code\\u003e"}', G(g))
     # Once known gaps, found since decoding (base64) and literal joining (string-concat) landed.

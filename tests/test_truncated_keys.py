@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.synth import private_key_pem
@@ -92,3 +92,36 @@ def test_truncated_openssh_ed25519_key_whose_seed_does_not_match_is_invalid(scan
     found = _scan(scanner, _unterminated(bytes(tampered)) + "\n$ ")
     assert [(rule, v) for rule, v, _ in found] == [("private-key-truncated", "invalid")]
     assert "truncated" in found[0][2]
+
+
+def test_truncated_openssh_ed25519_key_cut_inside_its_seed_is_a_partial_exposure(scanner):
+    """Equal check words and the header's public key repeated: a real key, cut; it blocks as unverified."""
+    blob, public = _openssh_ed25519()
+    seed_at = _seed_offset(blob, public)
+    found = _scan(scanner, _unterminated(blob[: seed_at + 20]) + "\n$ ")
+    assert [(rule, v) for rule, v, _ in found] == [("private-key-truncated", "unverified")]
+    assert found[0][2].endswith(
+        "its Ed25519 public key matches the header and 20 of 32 seed bytes are visible; the private part is cut, partial exposure"
+    )
+
+
+def test_truncated_openssh_ed25519_key_whose_public_keys_differ_is_invalid(scanner):
+    blob, public = _openssh_ed25519()
+    seed_at = _seed_offset(blob, public)
+    tampered = bytearray(blob[: seed_at + 20])
+    tampered[seed_at - 36 + 4] ^= 0x01  # the private section's copy of the public key
+    found = _scan(scanner, _unterminated(bytes(tampered)) + "\n$ ")
+    assert [(rule, v) for rule, v, _ in found] == [("private-key-truncated", "invalid")]
+
+
+def test_truncated_openssh_rsa_key_cut_after_its_modulus_is_a_partial_exposure(scanner):
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption())
+    blob = base64.b64decode("".join(pem.decode().strip().splitlines()[1:-1]))
+    modulus = key.public_key().public_numbers().n.to_bytes(257, "big")  # an mpint: a leading zero byte
+    cut = blob.rfind(modulus) + len(modulus) + 2  # the private section's modulus, then part of e's length
+    found = _scan(scanner, _unterminated(blob[:cut]) + "\n$ ")
+    assert [(rule, v) for rule, v, _ in found] == [("private-key-truncated", "unverified")]
+    assert found[0][2].endswith(
+        "its RSA 2048-bit modulus is complete and has no small factors (looks genuine); the private part is cut, partial exposure"
+    )

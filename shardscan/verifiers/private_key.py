@@ -209,8 +209,9 @@ def _decode(block: _Block) -> tuple[bytes | None, str | None]:
     if len(joined) % 4:
         prefix = base64.b64decode(joined.rstrip("=")[:usable]) if usable else b""
         declared = _der_declared_length(prefix)
-        if declared and declared > len(prefix):
-            return prefix, None  # truncated DER: the key checks judge what is present
+        if block.unterminated or (declared and declared > len(prefix)):
+            # Cut output (no END line) or truncated DER: the key checks judge what is present.
+            return prefix, None
         return None, f"body is not valid base64 (length {len(joined)} is not a multiple of 4: characters missing)"
     try:
         return base64.b64decode(joined, validate=True), None
@@ -435,6 +436,10 @@ def _rsa_exposure(data: bytes, offset: int) -> tuple[Verdict, str] | None:
         if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
             return Verdict.VALID, f"yet its RSA {bits}-bit modulus and private exponent are complete and match: the key is exposed"
         return None
+    return _rsa_cut_after_modulus(bits)
+
+
+def _rsa_cut_after_modulus(bits: int) -> tuple[Verdict, str]:
     return (
         Verdict.UNVERIFIED,
         f"its RSA {bits}-bit modulus is complete and has no small factors (looks genuine); the private part is cut, partial exposure",
@@ -535,7 +540,10 @@ def _openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None)
 
     The private section holds two equal check words, the key type, then the key: for Ed25519 the
     public key and the 32-byte seed; for RSA n, e and d first. A seed that derives the stated public
-    key, or a d that inverts e modulo n, cannot be invented: the key is exposed.
+    key, or a d that inverts e modulo n, cannot be invented: the key is exposed. Cut before that,
+    the structure still tells a real key (equal check words and the header's public key repeated,
+    or a genuine-looking modulus) from invented text: a partial exposure, judged like a PKCS#1
+    key cut after its modulus.
     """
     if private_at is None or cipher != b"none":
         return None
@@ -547,20 +555,35 @@ def _openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None)
         key_type, offset = _ssh_string(data, offset + 8)
         if key_type == b"ssh-ed25519":
             public, offset = _ssh_string(data, offset)
-            seed = data[offset + 4 : offset + 36]
-            if len(public) != 32 or len(seed) != 32:
+            if len(public) != 32:
                 return None
-            derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
-            if derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public:
-                return Verdict.VALID, "yet its Ed25519 seed is complete and matches its public key: the key is exposed"
+            seed = data[offset + 4 : offset + 36]
+            if len(seed) == 32:
+                derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
+                if derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public:
+                    return Verdict.VALID, "yet its Ed25519 seed is complete and matches its public key: the key is exposed"
+                return None
+            if public in data[:private_at]:
+                return (
+                    Verdict.UNVERIFIED,
+                    f"its Ed25519 public key matches the header and {len(seed)} of 32 seed bytes are visible; "
+                    "the private part is cut, partial exposure",
+                )
             return None
         if key_type == b"ssh-rsa":
-            numbers: list[int] = []
-            for _ in range(3):  # n, e, d
-                value, offset = _ssh_string(data, offset)
-                numbers.append(int.from_bytes(value, "big"))
-            n, e, d = numbers
-            if _looks_like_rsa_modulus(n) and 1 < d < n and pow(pow(2, e, n), d, n) == 2:
+            modulus, offset = _ssh_string(data, offset)
+            n = int.from_bytes(modulus, "big")
+            if not _looks_like_rsa_modulus(n):
+                return None
+            try:
+                numbers = []
+                for _ in range(2):  # e, d
+                    value, offset = _ssh_string(data, offset)
+                    numbers.append(int.from_bytes(value, "big"))
+            except IndexError:
+                return _rsa_cut_after_modulus(n.bit_length())
+            e, d = numbers
+            if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
                 return Verdict.VALID, f"yet its RSA {n.bit_length()}-bit modulus and private exponent are complete and match: the key is exposed"
     except (IndexError, struct.error, ValueError):
         return None
