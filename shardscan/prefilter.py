@@ -1,14 +1,15 @@
-"""Vectorised prefilter: one RE2 pass over whole Arrow arrays selects the few candidate cells."""
+"""Vectorised prefilter: one pass over whole Arrow arrays (Hyperscan, else RE2) selects the few candidate cells."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from shardscan import hyperscan_matcher
 
 
 def _re2_literal(keyword: str) -> str:
@@ -20,14 +21,49 @@ def _re2_literal(keyword: str) -> str:
 # text, after a character that is not an ASCII letter or digit, or after an escape that ends in
 # one (``%3D``, ``\\u003d``, ``\\x3d``, ``\\n``). Every built-in rule that declares such keywords
 # has a lookbehind inside this set.
-TOKEN_START = r"(?:^|[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt])"
+TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt]"
+TOKEN_START = r"(?:^|" + TOKEN_BOUNDARY + ")"
+
+
+
+def _uses_cell_context(pattern: str) -> bool:
+    """Whether ``pattern`` has syntax whose meaning depends on where a cell starts or ends.
+
+    Hyperscan scans a whole array's data buffer, where a cell's neighbours are its context, so
+    such a pattern runs in RE2 (anchors, word boundaries and lookbehinds outside a class).
+    """
+    escaped = in_class = False
+    for i, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+            if not in_class and char in "bBAzZ":
+                return True
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]" or pattern[i - 1] == "["
+        elif char == "[":
+            in_class = True
+        elif char in "^$" or pattern.startswith("(?<", i):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
 class Prefilter:
-    """A compiled keyword alternation run by pyarrow.compute (RE2, in C++, no Python per cell)."""
+    """The keyword patterns, run over whole Arrow arrays in C++ (no Python per cell).
+
+    ``pattern`` is their RE2 alternation (``pyarrow.compute``). Where Hyperscan is installed,
+    ``expressions`` run as one multi-pattern database over each array's data buffer instead
+    (:mod:`shardscan.hyperscan_matcher`), and ``start_pattern`` (RE2, anchored) adds the cells that
+    begin with a token keyword, the one place where a cell's start is its context. Both paths
+    select the same cells, except that Hyperscan may add a cell whose match began in the bytes of
+    the cell before it (a superset: every selected cell is then scanned exactly).
+    """
 
     pattern: str
+    expressions: tuple[str, ...] = ()
+    start_pattern: str = ""
 
     @classmethod
     def from_keywords(
@@ -38,36 +74,31 @@ class Prefilter:
         Keywords in ``token_keywords`` only count where they start a token (:data:`TOKEN_START`).
         """
         anchored = {k for k in token_keywords if k}
-        parts = sorted({_re2_literal(k) for k in keywords if k and k not in anchored})
-        if anchored:
-            parts.append(TOKEN_START + "(?:" + "|".join(sorted(_re2_literal(k) for k in anchored)) + ")")
-        parts += sorted(set(extra_patterns))
+        plain = sorted({_re2_literal(k) for k in keywords if k and k not in anchored})
+        tokens = "(?:" + "|".join(sorted(_re2_literal(k) for k in anchored)) + ")" if anchored else ""
+        extras = sorted(set(extra_patterns))
+        parts = plain + ([TOKEN_START + tokens] if tokens else []) + extras
         if not parts:
             return cls(pattern="")
-        return cls(pattern="|".join(parts))
+        expressions = tuple(plain + ([f"(?:{TOKEN_BOUNDARY}){tokens}"] if tokens else []) + extras)
+        if any(_uses_cell_context(e) for e in extras):
+            expressions = ()
+        return cls("|".join(parts), expressions, "^" + tokens if tokens else "")
+
+    def warm(self) -> None:
+        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
+        hyperscan_matcher.database(self.expressions)
 
     def mask(self, values: pa.Array) -> np.ndarray:
         """Boolean mask of the cells of ``values`` that may hold a secret (nulls are False)."""
-        if not self.pattern or len(values) == 0:
-            return np.zeros(len(values), dtype=bool)
-        if pa.types.is_dictionary(values.type):
-            # Match each distinct value once, then spread the answer through the indices.
-            dictionary_mask = self.mask(values.dictionary)
-            indices = values.indices.to_numpy(zero_copy_only=False)
-            valid = values.is_valid().to_numpy(zero_copy_only=False)
-            out = np.zeros(len(values), dtype=bool)
-            out[valid] = dictionary_mask[indices[valid].astype(np.int64)]
-            return out
-        matched = pc.match_substring_regex(values, self.pattern)
-        return pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
-
+        return self.masks([values])[0]
 
     def masks(self, arrays: list[pa.Array]) -> list[np.ndarray]:
-        """:meth:`mask` of several arrays with one RE2 pass per type family.
+        """:meth:`mask` of several arrays with one pass per type family.
 
-        Arrow compiles the pattern on every call (about a millisecond for the full pattern with
-        encoded keyword forms), so the leaves of a row group are matched together rather than one
-        by one.
+        The leaves of a row group are matched together rather than one by one: Arrow compiles an
+        RE2 pattern on every call (about a millisecond for the full pattern with encoded keyword
+        forms), and a Hyperscan call has a fixed cost too.
         """
         if not self.pattern:
             return [np.zeros(len(a), dtype=bool) for a in arrays]
@@ -82,8 +113,7 @@ class Prefilter:
                 continue
             # (One member needs no concatenation, which would copy all of its text.)
             joined = targets[members[0]] if len(members) == 1 else pa.concat_arrays([targets[i] for i in members])
-            matched = pc.fill_null(pc.match_substring_regex(joined, self.pattern), False)
-            hits = matched.to_numpy(zero_copy_only=False)
+            hits = self._match(joined)
             at = 0
             for i in members:
                 flat[i] = hits[at : at + len(targets[i])]
@@ -91,8 +121,9 @@ class Prefilter:
         out: list[np.ndarray] = []
         for values, target, hits in zip(arrays, targets, flat, strict=True):
             if hits is None:  # empty, or a type that did not widen: matched on its own
-                hits = self.mask(target)
+                hits = self._re2(target, self.pattern) if len(target) else np.zeros(0, dtype=bool)
             if pa.types.is_dictionary(values.type):
+                # Each distinct value was matched once; spread the answer through the indices.
                 indices = values.indices.to_numpy(zero_copy_only=False)
                 valid = values.is_valid().to_numpy(zero_copy_only=False)
                 spread = np.zeros(len(values), dtype=bool)
@@ -100,6 +131,27 @@ class Prefilter:
                 hits = spread
             out.append(hits)
         return out
+
+    def _match(self, values: pa.Array) -> np.ndarray:
+        """Mask of a large_string or large_binary array, with Hyperscan where it is available."""
+        db = hyperscan_matcher.database(self.expressions)
+        if db is None:
+            return self._re2(values, self.pattern)
+        offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset : values.offset + len(values) + 1]
+        data = values.buffers()[2]
+        mask, scanned = hyperscan_matcher.first_match_cells(db, offsets, memoryview(data if data is not None else b""))
+        if scanned < len(values):  # dense matches: RE2 finishes the array
+            mask[scanned:] = self._re2(values.slice(scanned), self.pattern)
+        if self.start_pattern:
+            mask |= self._re2(values, self.start_pattern)
+        if values.null_count:
+            mask &= values.is_valid().to_numpy(zero_copy_only=False)
+        return mask
+
+    @staticmethod
+    def _re2(values: pa.Array, pattern: str) -> np.ndarray:
+        matched = pc.match_substring_regex(values, pattern)
+        return pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
 
 
 def _widen(values: pa.Array) -> pa.Array:

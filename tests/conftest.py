@@ -51,5 +51,17 @@ def write_trace_shard(path: Path, rows: Sequence[dict], row_group_size: int | No
 
 @pytest.fixture(autouse=True)
 def _private_result_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own result cache folder: never the user's, never another test's."""
-    monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("shardscan-cache")))
+    """Every test gets its own result cache folder: never the user's, never another test's.
+
+    Compiled Hyperscan databases (keyword patterns only) are shared by the session, so that the
+    command-line tests do not each compile them again.
+    """
+    folder = tmp_path_factory.mktemp("shardscan-cache")
+    (folder / "hyperscan").symlink_to(_session_matcher_cache(tmp_path_factory), target_is_directory=True)
+    monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(folder))
+
+
+def _session_matcher_cache(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.getbasetemp() / "hyperscan-databases"
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -1,0 +1,172 @@
+"""Hyperscan over whole Arrow string arrays: which cells hold a match of any prefilter pattern.
+
+RE2 (``pyarrow.compute.match_substring_regex``) runs a keyword alternation at a few hundred MB/s
+and recompiles it for every call; Hyperscan runs the same patterns as one multi-pattern automaton
+over the array's contiguous data buffer at several times that speed, without copying it. This
+module is the optional fast path of :mod:`shardscan.prefilter`: where the ``hyperscan`` wheel is
+not installed (it ships for x86-64 and Apple silicon), or ``SHARDSCAN_MATCHER=re2`` asks for it,
+:func:`database` returns ``None`` and the prefilter uses RE2.
+
+Compiling the keyword patterns takes Hyperscan a few tenths of a second, more than a small scan,
+so a compiled database is kept in memory for the process (forked workers inherit it) and
+serialised in the user cache directory (``$SHARDSCAN_CACHE_DIR/hyperscan``), keyed by the
+patterns, the flags, the bindings' version and the machine. A cache file holds no scanned data,
+only the compiled keyword patterns; it is checked against its own digest before it is loaded, and
+any file that does not load is compiled again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import hyperscan
+except ImportError:  # no wheel for this platform: the prefilter uses RE2
+    hyperscan = None
+
+MATCHER_ENV = "SHARDSCAN_MATCHER"
+_CACHE_FORMAT = b"shardscan-hyperscan-1\n"
+# Per process, keyed like the cache files; ``None`` records a pattern set Hyperscan refused.
+_DATABASES: dict[str, Any] = {}
+
+# When a scan keeps stopping at new cells (most cells match), finishing the array with RE2 is
+# cheaper than one Hyperscan call per cell; see :func:`first_match_cells`.
+DENSE_AFTER_HITS = 1024
+DENSE_SHARE = 8
+
+
+def enabled() -> bool:
+    """Whether Hyperscan is installed and not switched off with ``SHARDSCAN_MATCHER=re2``."""
+    return hyperscan is not None and os.environ.get(MATCHER_ENV, "").lower() != "re2"
+
+
+def database(expressions: Sequence[str]) -> Any | None:
+    """The compiled block-mode database of ``expressions`` (byte semantics), or ``None``.
+
+    ``None`` when Hyperscan is not enabled or refuses a pattern; the caller then uses RE2.
+    """
+    if not enabled() or not expressions:
+        return None
+    key = _key(expressions)
+    if key not in _DATABASES:
+        loaded = _load(key)
+        _DATABASES[key] = loaded if loaded is not None else _compile(key, expressions)
+    return _DATABASES[key]
+
+
+def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:
+    """Cells of a string array that hold a match, scanning its data buffer in one stream of calls.
+
+    ``offsets`` are the array's ``len + 1`` value offsets into ``data``. Each call scans from the
+    start of the next unselected cell and stops at its first match; the cell that match ends in is
+    selected and the scan resumes at the next cell. A match that starts in the previous cell's
+    bytes selects the later cell too: the prefilter is a superset filter, and such a cell is then
+    scanned exactly. Patterns must not rely on ``^``: a cell reached without a stop is not the
+    start of a scan.
+
+    Returns the mask and the index of the first cell left unscanned (``len(offsets) - 1`` when
+    the whole array was scanned). The scan gives up early when matches are dense (most cells
+    selected), where one RE2 pass over the rest costs less than a call per cell.
+    """
+    cells = len(offsets) - 1
+    mask = np.zeros(cells, dtype=bool)
+    if cells == 0:
+        return mask, 0
+    end = int(offsets[-1])
+    position = int(offsets[0])
+    first_cell = 0
+    hits = 0
+    stops: list[int] = []
+
+    def stop(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
+        stops.append(to)
+        return True  # stop: the rest of this cell cannot change its selection
+
+    while position < end:
+        stops.clear()
+        try:
+            db.scan(data[position:end], match_event_handler=stop)
+        except hyperscan.ScanTerminated:
+            pass
+        if not stops:
+            break
+        # The match ends at byte ``position + to``; its last byte lies in the cell whose offsets enclose it.
+        last_byte = position + stops[0] - 1
+        cell = int(np.searchsorted(offsets, last_byte, side="right")) - 1
+        mask[cell] = True
+        hits += 1
+        position = int(offsets[cell + 1])
+        if hits >= DENSE_AFTER_HITS and hits * DENSE_SHARE > cell - first_cell + 1:
+            return mask, cell + 1
+    return mask, cells
+
+
+# ---- compiling and caching --------------------------------------------------------------
+
+
+def _key(expressions: Sequence[str]) -> str:
+    digest = hashlib.sha256(_CACHE_FORMAT)
+    for part in (getattr(hyperscan, "__version__", "?"), platform.machine(), platform.system()):
+        digest.update(part.encode() + b"\0")
+    for expression in expressions:
+        digest.update(expression.encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def _cache_path(key: str) -> Path:
+    from shardscan.cache import default_cache_dir  # (the scan-result cache names the directory)
+
+    return default_cache_dir() / "hyperscan" / f"{key}.db"
+
+
+def _compile(key: str, expressions: Sequence[str]) -> Any | None:
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    try:
+        db.compile(
+            expressions=[e.encode("utf-8") for e in expressions],
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
+            flags=0,
+        )
+    except hyperscan.error:
+        return None  # a pattern Hyperscan cannot compile: RE2 runs it
+    _store(key, hyperscan.dumpb(db))
+    return db
+
+
+def _store(key: str, blob: bytes) -> None:
+    """Write the compiled database atomically; a cache that cannot be written only costs time."""
+    path = _cache_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(_CACHE_FORMAT + hashlib.sha256(blob).digest() + blob)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
+def _load(key: str) -> Any | None:
+    try:
+        raw = _cache_path(key).read_bytes()
+    except OSError:
+        return None
+    header = len(_CACHE_FORMAT)
+    digest, blob = raw[header : header + 32], raw[header + 32 :]
+    if not raw.startswith(_CACHE_FORMAT) or hashlib.sha256(blob).digest() != digest:
+        return None
+    try:
+        db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+        db.scratch = hyperscan.Scratch(db)
+    except (hyperscan.error, TypeError, ValueError):
+        return None  # another Hyperscan build or platform: compile again
+    return db

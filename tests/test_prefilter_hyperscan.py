@@ -1,0 +1,158 @@
+"""The prefilter's two matchers: Hyperscan over whole data buffers selects exactly the cells RE2 selects."""
+
+from __future__ import annotations
+
+import platform
+import random
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from shardscan import hyperscan_matcher
+from shardscan.engine import Scanner
+from shardscan.prefilter import Prefilter
+from shardscan.ruleset import load_ruleset
+
+SCANNER = Scanner(load_ruleset())
+PREFILTER = SCANNER.prefilter
+TOKEN_KEYWORDS = sorted(SCANNER.ruleset.token_keywords)
+
+
+def _masks(values: pa.Array, monkeypatch) -> tuple[list[bool], list[bool]]:
+    """(Hyperscan mask, RE2 mask) of ``values``."""
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
+    fast = PREFILTER.mask(values).tolist()
+    monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
+    slow = PREFILTER.mask(values).tolist()
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV)
+    return fast, slow
+
+
+def test_hyperscan_is_the_matcher_where_its_wheels_exist():
+    """pyproject installs the bindings on these platforms; a missing import there is a packaging bug."""
+    machine = platform.machine()
+    if machine in ("x86_64", "AMD64") or (sys.platform == "darwin" and machine == "arm64"):
+        assert hyperscan_matcher.enabled()
+        assert hyperscan_matcher.database(PREFILTER.expressions) is not None
+    assert PREFILTER.expressions, "the built-in keyword patterns must all be usable by Hyperscan"
+
+
+def test_re2_can_be_forced(monkeypatch):
+    monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
+    assert not hyperscan_matcher.enabled()
+    assert hyperscan_matcher.database(PREFILTER.expressions) is None
+
+
+def _fragments() -> list[str]:
+    """Pieces that make or almost make a keyword match, plain and encoded."""
+    pieces = ["x", "a", "7", " ", "/", "=", "\n", "\\n", "%3D", "\\u003d", "\\x3d", "é", "-----", "BEGIN", "PRIVATE KEY"]
+    pieces += TOKEN_KEYWORDS + [k[:-1] for k in TOKEN_KEYWORDS] + [k[1:] for k in TOKEN_KEYWORDS]
+    pieces += ["-----BEGIN", "LS0tLS1CRUdJTi", "tLS0tLUJFR0lO", "%2DBEGIN", "ghp\\u005f", "sk&#45;ant", "aws_secret_access_key"]
+    pieces += ["ZXlK", "Z2hwX", "eyJhbGci", "AKIAIOSF", "hf_abcdefg"]
+    return pieces
+
+
+def test_both_matchers_select_the_same_cells_of_random_arrays(monkeypatch):
+    """Random cells made of keyword fragments: Hyperscan selects every cell RE2 selects, and any
+    other cell it selects ends a match that begins in the bytes of the cells before it."""
+    rng = random.Random(7)
+    pieces = _fragments()
+    for _ in range(40):
+        texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 60))]
+        texts = [t if rng.random() > 0.1 else None for t in texts]
+        fast, slow = _masks(pa.array(texts, pa.large_string()), monkeypatch)
+        for index, (hs, re2) in enumerate(zip(fast, slow, strict=True)):
+            if hs == re2:
+                continue
+            assert hs and not re2, f"cell {index} of {texts!r} is missed by Hyperscan"
+            before = "".join(t or "" for t in texts[:index])[-64:]
+            window = pa.array([before + texts[index]], pa.large_string())
+            assert index and PREFILTER.mask(window)[0], f"cell {index} of {texts!r}: unexplained selection"
+
+
+def test_a_token_keyword_at_the_start_of_a_cell_after_a_word_is_selected():
+    """The cell before ends in a letter, so only the cell's own start makes the keyword a token."""
+    texts = ["abc", "ghp_" + "a" * 36, "xyz", "eyJhbGciOiJIUzI1NiJ9", "wordghp_" + "b" * 36]
+    assert PREFILTER.mask(pa.array(texts, pa.large_string())).tolist() == [False, True, False, True, False]
+
+
+def test_cells_are_selected_in_sliced_string_and_dictionary_arrays():
+    texts = ["plain", "-----BEGIN RSA PRIVATE KEY-----", "noise", "AKIA" + "Q" * 16, "noise"]
+    sliced = pa.array(["-----BEGIN"] + texts, pa.string()).slice(1)
+    assert PREFILTER.mask(sliced).tolist() == [False, True, False, True, False]
+    dictionary = pa.array(texts * 2).dictionary_encode()
+    assert PREFILTER.mask(dictionary).tolist() == [False, True, False, True, False] * 2
+    binary = pa.array([t.encode() for t in texts], pa.binary())
+    assert PREFILTER.mask(binary).tolist() == [False, True, False, True, False]
+
+
+def test_a_null_slot_whose_bytes_hold_a_keyword_is_not_selected():
+    """Arrow leaves the bytes behind a null undefined: they may hold anything, and must not count."""
+    data = b"noise-----BEGIN PRIVATE KEY-----tail"
+    offsets = np.array([0, 5, 31, 35], dtype=np.int64)
+    validity = np.packbits(np.array([1, 0, 1, 0, 0, 0, 0, 0], dtype=bool), bitorder="little")
+    values = pa.Array.from_buffers(
+        pa.large_string(), 3, [pa.py_buffer(validity), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)], null_count=1
+    )
+    assert PREFILTER.mask(values).tolist() == [False, False, False]
+
+
+def test_dense_matches_are_finished_by_re2(monkeypatch):
+    """When most cells match, the rest of the array goes to RE2; the selection is the same."""
+    monkeypatch.setattr(hyperscan_matcher, "DENSE_AFTER_HITS", 4)
+    texts = [("token ghp_" + "c" * 36) if i % 3 else "quiet" for i in range(200)]
+    values = pa.array(texts, pa.large_string())
+    db = hyperscan_matcher.database(PREFILTER.expressions)
+    if db is not None:
+        offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
+        _, scanned = hyperscan_matcher.first_match_cells(db, offsets, memoryview(values.buffers()[2]))
+        assert scanned < len(values)  # the early stop is what this test exercises
+    assert PREFILTER.mask(values).tolist() == [bool(i % 3) for i in range(200)]
+
+
+def test_a_pattern_that_needs_cell_boundaries_runs_in_re2():
+    anchored = Prefilter.from_keywords(["needle"], extra_patterns=[r"^start", r"[^a]x"])
+    assert anchored.expressions == ()
+    assert anchored.mask(pa.array(["start here", "a start", "the needle"])).tolist() == [True, False, True]
+    class_only = Prefilter.from_keywords(["needle"], extra_patterns=[r"[^a]x\^"])
+    assert class_only.expressions != ()
+
+
+def test_compiled_databases_are_cached_on_disk_and_a_damaged_file_is_compiled_again(tmp_path, monkeypatch):
+    if not hyperscan_matcher.enabled():
+        pytest.skip("Hyperscan has no wheel for this platform; RE2 is the only matcher")
+    monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
+    expressions = ("alpha", "be+ta")
+    values = pa.array(["an alpha", "gamma", "beeeta"], pa.large_string())
+
+    def selected(db) -> list[bool]:
+        offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
+        return hyperscan_matcher.first_match_cells(db, offsets, memoryview(values.buffers()[2]))[0].tolist()
+
+    assert selected(hyperscan_matcher.database(expressions)) == [True, False, True]
+    (cached,) = (tmp_path / "hyperscan").iterdir()
+    monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
+    monkeypatch.setattr(hyperscan_matcher, "_compile", lambda *_: pytest.fail("compiled although cached"))
+    assert selected(hyperscan_matcher.database(expressions)) == [True, False, True]
+
+    monkeypatch.undo()
+    monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
+    blob = bytearray(cached.read_bytes())
+    blob[-1] ^= 0xFF
+    cached.write_bytes(bytes(blob))
+    assert selected(hyperscan_matcher.database(expressions)) == [True, False, True]
+    assert cached.read_bytes() != bytes(blob)  # rewritten
+
+
+def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
+    if not hyperscan_matcher.enabled():
+        pytest.skip("Hyperscan has no wheel for this platform; RE2 is the only matcher")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(blocker))
+    monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
+    assert hyperscan_matcher.database(("gamma",)) is not None
