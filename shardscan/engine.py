@@ -132,11 +132,12 @@ class Scanner:
         self.prefilter = Prefilter.from_keywords(
             ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords
         )
-        self.prefilter.warm()  # compiled once here, inherited by forked workers
+        self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
         # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).
         self.gate = RuleGate.from_patterns(relax(rule.pattern_source) for rule in self.rules)
+        self.gate.warm()
 
     # ---- whole shards -------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import os
 import platform
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,14 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
     hyperscan = None
 
 MATCHER_ENV = "SHARDSCAN_MATCHER"
-_CACHE_FORMAT = b"shardscan-hyperscan-1\n"
+_CACHE_FORMAT = b"shardscan-hyperscan-2\n"
 # Per process, keyed like the cache files; ``None`` records a pattern set Hyperscan refused.
 _DATABASES: dict[str, Any] = {}
+
+# Flags for patterns over text (rule gates): Unicode classes, each pattern reported once per scan.
+UNICODE_SINGLE_MATCH = (
+    hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP | hyperscan.HS_FLAG_SINGLEMATCH if hyperscan is not None else 0
+)
 
 # When a scan keeps stopping at new cells (most cells match), finishing the array with RE2 is
 # cheaper than one Hyperscan call per cell; see :func:`first_match_cells`.
@@ -48,17 +54,27 @@ def enabled() -> bool:
     return hyperscan is not None and os.environ.get(MATCHER_ENV, "").lower() != "re2"
 
 
-def database(expressions: Sequence[str]) -> Any | None:
-    """The compiled block-mode database of ``expressions`` (byte semantics), or ``None``.
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A compiled database and the indexes of the expressions it holds (Hyperscan refuses some)."""
 
-    ``None`` when Hyperscan is not enabled or refuses a pattern; the caller then uses RE2.
+    db: Any
+    ids: tuple[int, ...]
+
+
+def database(expressions: Sequence[str], flags: int = 0, *, partial: bool = False) -> Compiled | None:
+    """The compiled block-mode database of ``expressions`` (each with ``flags``), or ``None``.
+
+    ``None`` when Hyperscan is not enabled, or when it refuses a pattern and ``partial`` is false;
+    the caller then uses RE2. With ``partial``, refused patterns are left out (see
+    :attr:`Compiled.ids`) and the caller runs them in RE2.
     """
     if not enabled() or not expressions:
         return None
-    key = _key(expressions)
+    key = _key(expressions, flags, partial)
     if key not in _DATABASES:
         loaded = _load(key)
-        _DATABASES[key] = loaded if loaded is not None else _compile(key, expressions)
+        _DATABASES[key] = loaded if loaded is not None else _compile(key, expressions, flags, partial)
     return _DATABASES[key]
 
 
@@ -109,12 +125,31 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
     return mask, cells
 
 
+def ids_per_cell(compiled: Compiled, offsets: Sequence[int], data: memoryview) -> list[set[int]]:
+    """For each cell, the ids of the expressions that match inside it (one call per cell).
+
+    For a handful of cells, such as the prefilter's candidates; compile with
+    ``HS_FLAG_SINGLEMATCH`` so that a pattern reports once per cell.
+    """
+    found: set[int] = set()
+
+    def note(expression_id: int, _start: int, _to: int, _flags: int, _context: object) -> None:
+        found.add(expression_id)
+
+    out: list[set[int]] = []
+    for cell in range(len(offsets) - 1):
+        found = set()
+        compiled.db.scan(data[offsets[cell] : offsets[cell + 1]], match_event_handler=note)
+        out.append(found)
+    return out
+
+
 # ---- compiling and caching --------------------------------------------------------------
 
 
-def _key(expressions: Sequence[str]) -> str:
+def _key(expressions: Sequence[str], flags: int, partial: bool) -> str:
     digest = hashlib.sha256(_CACHE_FORMAT)
-    for part in (getattr(hyperscan, "__version__", "?"), platform.machine(), platform.system()):
+    for part in (getattr(hyperscan, "__version__", "?"), platform.machine(), platform.system(), str(flags), str(partial)):
         digest.update(part.encode() + b"\0")
     for expression in expressions:
         digest.update(expression.encode("utf-8") + b"\0")
@@ -127,46 +162,65 @@ def _cache_path(key: str) -> Path:
     return default_cache_dir() / "hyperscan" / f"{key}.db"
 
 
-def _compile(key: str, expressions: Sequence[str]) -> Any | None:
+def _build(expressions: Sequence[str], ids: Sequence[int], flags: int) -> Any:
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    try:
-        db.compile(
-            expressions=[e.encode("utf-8") for e in expressions],
-            ids=list(range(len(expressions))),
-            elements=len(expressions),
-            flags=0,
-        )
-    except hyperscan.error:
-        return None  # a pattern Hyperscan cannot compile: RE2 runs it
-    _store(key, hyperscan.dumpb(db))
+    db.compile(
+        expressions=[expressions[i].encode("utf-8") for i in ids], ids=list(ids), elements=len(ids), flags=flags
+    )
     return db
 
 
-def _store(key: str, blob: bytes) -> None:
+def _compile(key: str, expressions: Sequence[str], flags: int, partial: bool) -> Compiled | None:
+    ids: list[int] = list(range(len(expressions)))
+    if partial:
+        # Hyperscan does not say which pattern it refused, and refusing one can take it longer
+        # than compiling all the others: probe each on its own (once; the result is cached).
+        ids = [i for i in ids if _compiles(expressions[i], flags)]
+        if not ids:
+            return None
+    try:
+        db = _build(expressions, ids, flags)
+    except hyperscan.error:
+        return None  # a pattern Hyperscan cannot compile: RE2 runs them all
+    _store(key, ",".join(map(str, ids)).encode() + b"\n" + hyperscan.dumpb(db))
+    return Compiled(db, tuple(ids))
+
+
+def _compiles(expression: str, flags: int) -> bool:
+    try:
+        _build([expression], [0], flags)
+        return True
+    except hyperscan.error:
+        return False
+
+
+def _store(key: str, payload: bytes) -> None:
     """Write the compiled database atomically; a cache that cannot be written only costs time."""
     path = _cache_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as out:
-            out.write(_CACHE_FORMAT + hashlib.sha256(blob).digest() + blob)
+            out.write(_CACHE_FORMAT + hashlib.sha256(payload).digest() + payload)
         os.replace(temporary, path)
     except OSError:
         pass
 
 
-def _load(key: str) -> Any | None:
+def _load(key: str) -> Compiled | None:
     try:
         raw = _cache_path(key).read_bytes()
     except OSError:
         return None
     header = len(_CACHE_FORMAT)
-    digest, blob = raw[header : header + 32], raw[header + 32 :]
-    if not raw.startswith(_CACHE_FORMAT) or hashlib.sha256(blob).digest() != digest:
+    digest, payload = raw[header : header + 32], raw[header + 32 :]
+    if not raw.startswith(_CACHE_FORMAT) or hashlib.sha256(payload).digest() != digest:
         return None
+    id_line, _, blob = payload.partition(b"\n")
     try:
+        ids = tuple(int(i) for i in id_line.split(b","))
         db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
         db.scratch = hyperscan.Scratch(db)
     except (hyperscan.error, TypeError, ValueError):
         return None  # another Hyperscan build or platform: compile again
-    return db
+    return Compiled(db, ids)

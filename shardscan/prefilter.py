@@ -134,12 +134,12 @@ class Prefilter:
 
     def _match(self, values: pa.Array) -> np.ndarray:
         """Mask of a large_string or large_binary array, with Hyperscan where it is available."""
-        db = hyperscan_matcher.database(self.expressions)
-        if db is None:
+        compiled = hyperscan_matcher.database(self.expressions)
+        if compiled is None:
             return self._re2(values, self.pattern)
         offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset : values.offset + len(values) + 1]
         data = values.buffers()[2]
-        mask, scanned = hyperscan_matcher.first_match_cells(db, offsets, memoryview(data if data is not None else b""))
+        mask, scanned = hyperscan_matcher.first_match_cells(compiled.db, offsets, memoryview(data if data is not None else b""))
         if scanned < len(values):  # dense matches: RE2 finishes the array
             mask[scanned:] = self._re2(values.slice(scanned), self.pattern)
         if self.start_pattern:
@@ -169,10 +169,12 @@ def _widen(values: pa.Array) -> pa.Array:
 
 @dataclass(frozen=True, slots=True)
 class RuleGate:
-    """Per-rule RE2 gates (relaxed rule patterns) deciding which rules can match a cell's raw text.
+    """Per-rule gates (relaxed rule patterns) deciding which rules can match a cell's raw text.
 
-    ``union`` matches any text some gated rule may match; ``gates[i]`` is rule i's own relaxed
-    pattern, or ``None`` for a rule that must always run. See :mod:`shardscan.relax`.
+    ``gates[i]`` is rule i's relaxed pattern (valid RE2), or ``None`` for a rule that must always
+    run; ``union`` matches any text some gated rule may match. See :mod:`shardscan.relax`.
+    Hyperscan runs all gates in one pass per text where it is installed (RE2 runs the patterns it
+    refuses); otherwise RE2 runs the union, then each gate on the texts the union matched.
     """
 
     union: str
@@ -187,28 +189,47 @@ class RuleGate:
             return cls("", tuple(None for _ in gates))
         return cls(union, gates)
 
+    def warm(self) -> None:
+        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
+        self._compiled()
+
     def rules_for(self, texts: list[str]) -> list[tuple[int, ...]]:
         """For each text, the indexes of the rules that may match its raw form (in rule order)."""
-        always = tuple(i for i, g in enumerate(self.gates) if g is None)
         if not texts:
             return []
         if not self.union:
-            return [always] * len(texts)
+            return [tuple(range(len(self.gates)))] * len(texts)
         array = pa.array(texts, type=pa.large_string())
-        hit = np.flatnonzero(pc.fill_null(pc.match_substring_regex(array, self.union), False).to_numpy(zero_copy_only=False))
-        out: list[tuple[int, ...]] = [always] * len(texts)
+        compiled = self._compiled()
+        if compiled is None:
+            return self._rules_for_re2(array)
+        offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[: len(array) + 1].tolist()
+        data = array.buffers()[2]
+        found = hyperscan_matcher.ids_per_cell(compiled, offsets, memoryview(data if data is not None else b""))
+        # Hyperscan ids are positions among the gated rules; the patterns it refused run in RE2.
+        gated = [i for i, g in enumerate(self.gates) if g is not None]
+        for position in sorted(set(range(len(gated))) - set(compiled.ids)):
+            for text_index in np.flatnonzero(Prefilter._re2(array, self.gates[gated[position]])):
+                found[int(text_index)].add(position)
+        always = tuple(i for i, g in enumerate(self.gates) if g is None)
+        return [tuple(sorted(always + tuple(gated[p] for p in ids))) for ids in found]
+
+    def _compiled(self) -> hyperscan_matcher.Compiled | None:
+        if not self.union:
+            return None
+        patterns = [g for g in self.gates if g is not None]
+        return hyperscan_matcher.database(patterns, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True)
+
+    def _rules_for_re2(self, array: pa.Array) -> list[tuple[int, ...]]:
+        always = tuple(i for i, g in enumerate(self.gates) if g is None)
+        hit = np.flatnonzero(Prefilter._re2(array, self.union))
+        out: list[tuple[int, ...]] = [always] * len(array)
         if len(hit) == 0:
             return out
         sub = array.take(pa.array(hit))
-        per_rule = {
-            i: pc.fill_null(pc.match_substring_regex(sub, g), False).to_numpy(zero_copy_only=False)
-            for i, g in enumerate(self.gates)
-            if g is not None
-        }
+        per_rule = {i: Prefilter._re2(sub, g) for i, g in enumerate(self.gates) if g is not None}
         for row, text_index in enumerate(hit):
-            out[int(text_index)] = tuple(
-                i for i, g in enumerate(self.gates) if g is None or per_rule[i][row]
-            )
+            out[int(text_index)] = tuple(i for i, g in enumerate(self.gates) if g is None or per_rule[i][row])
         return out
 
 

@@ -14,6 +14,7 @@ from shardscan import hyperscan_matcher
 from shardscan.engine import Scanner
 from shardscan.prefilter import Prefilter
 from shardscan.ruleset import load_ruleset
+from shardscan.synth import expand
 
 SCANNER = Scanner(load_ruleset())
 PREFILTER = SCANNER.prefilter
@@ -36,6 +37,8 @@ def test_hyperscan_is_the_matcher_where_its_wheels_exist():
     if machine in ("x86_64", "AMD64") or (sys.platform == "darwin" and machine == "arm64"):
         assert hyperscan_matcher.enabled()
         assert hyperscan_matcher.database(PREFILTER.expressions) is not None
+        gate = SCANNER.gate._compiled()
+        assert gate is not None and len(gate.ids) >= len([g for g in SCANNER.gate.gates if g]) - 1
     assert PREFILTER.expressions, "the built-in keyword patterns must all be usable by Hyperscan"
 
 
@@ -104,10 +107,10 @@ def test_dense_matches_are_finished_by_re2(monkeypatch):
     monkeypatch.setattr(hyperscan_matcher, "DENSE_AFTER_HITS", 4)
     texts = [("token ghp_" + "c" * 36) if i % 3 else "quiet" for i in range(200)]
     values = pa.array(texts, pa.large_string())
-    db = hyperscan_matcher.database(PREFILTER.expressions)
-    if db is not None:
+    compiled = hyperscan_matcher.database(PREFILTER.expressions)
+    if compiled is not None:
         offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
-        _, scanned = hyperscan_matcher.first_match_cells(db, offsets, memoryview(values.buffers()[2]))
+        _, scanned = hyperscan_matcher.first_match_cells(compiled.db, offsets, memoryview(values.buffers()[2]))
         assert scanned < len(values)  # the early stop is what this test exercises
     assert PREFILTER.mask(values).tolist() == [bool(i % 3) for i in range(200)]
 
@@ -128,9 +131,9 @@ def test_compiled_databases_are_cached_on_disk_and_a_damaged_file_is_compiled_ag
     expressions = ("alpha", "be+ta")
     values = pa.array(["an alpha", "gamma", "beeeta"], pa.large_string())
 
-    def selected(db) -> list[bool]:
+    def selected(compiled) -> list[bool]:
         offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
-        return hyperscan_matcher.first_match_cells(db, offsets, memoryview(values.buffers()[2]))[0].tolist()
+        return hyperscan_matcher.first_match_cells(compiled.db, offsets, memoryview(values.buffers()[2]))[0].tolist()
 
     assert selected(hyperscan_matcher.database(expressions)) == [True, False, True]
     (cached,) = (tmp_path / "hyperscan").iterdir()
@@ -156,3 +159,22 @@ def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
     monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(blocker))
     monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
     assert hyperscan_matcher.database(("gamma",)) is not None
+
+
+def test_both_matchers_gate_the_same_rules_for_near_misses_of_every_example(monkeypatch):
+    """The rule gate in Hyperscan (one pass per text, RE2 for patterns it refuses) equals RE2's."""
+    rng = random.Random(11)
+    texts = []
+    for rule in SCANNER.rules:
+        for example in rule.examples + rule.negative_examples:
+            text = expand(example.text, seed=f"hs-{rule.id}")
+            for _ in range(8):
+                cut = rng.randrange(len(text) + 1)
+                texts.append(text[:cut] + rng.choice(["", "x", "_", " ", "é", "\n", "=", ".", "\u00a0", "日本"]) + text[cut:])
+            texts += [text, text.upper(), text.lower(), f"é{text}\u2028", text[: len(text) // 2]]
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
+    fast = SCANNER.gate.rules_for(texts)
+    monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
+    slow = SCANNER.gate.rules_for(texts)
+    assert fast == slow
+    assert any(slow) and not all(slow)  # the gates select some texts and reject others
