@@ -103,12 +103,12 @@ def discover(paths: list[str]) -> tuple[list[ShardRef], list[Unresolved]]:
     remotely by full URL. A file, URL or glob match is named as given. Explicitly named files are
     scanned whatever their suffix (as Parquet unless the suffix names another format).
     """
-    from shardscan.reader.remote import discover_url, is_url
-
     shards: dict[str, ShardRef] = {}
     problems: list[Unresolved] = []
     for raw in paths:
-        if is_url(raw):
+        if _is_url(raw):
+            from shardscan.reader.remote import discover_url
+
             found, problem = discover_url(raw)
             if problem is not None:
                 problems.append(problem)
@@ -133,6 +133,15 @@ def discover(paths: list[str]) -> tuple[list[ShardRef], list[Unresolved]]:
         else:
             problems.append(Unresolved(raw, "no such file, folder or glob match"))
     return sorted(shards.values(), key=lambda ref: (ref.display, ref.path)), problems
+
+
+def _is_url(raw: str) -> bool:
+    # The remote readers are imported for URLs only: a local scan never loads them.
+    if "://" not in raw:
+        return False
+    from shardscan.reader.remote import is_url
+
+    return is_url(raw)
 
 
 def _display(raw: str) -> str:

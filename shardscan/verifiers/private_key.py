@@ -11,6 +11,9 @@ The body may come with real newlines, literal ``\\n`` escapes (JSON, logs), inde
   armor checksum mismatch.
 
 Line numbers in details count the BEGIN line as line 1.
+
+``cryptography`` is imported by the checks that load key material, not with this module: most
+scans verify no private key, and the import costs about 25 ms of every run's start-up.
 """
 
 from __future__ import annotations
@@ -21,15 +24,7 @@ import re
 import struct
 import textwrap
 from dataclasses import dataclass
-
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa, x448, x25519
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    PublicFormat,
-    load_der_private_key,
-    load_ssh_private_key,
-)
+from functools import cache
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.placeholder import is_word_like
@@ -287,6 +282,9 @@ def _check_der(data: bytes, label: str) -> Verification:
             return Verification(Verdict.INVALID, f"{cut}, no usable key material left")
         verdict, what = exposure
         return Verification(verdict, f"{cut}; {what}")
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.serialization import load_der_private_key
+
     try:
         key = load_der_private_key(data, password=None)
     except TypeError:
@@ -304,6 +302,8 @@ def _check_der(data: bytes, label: str) -> Verification:
 
 
 def _describe(key: object) -> str:
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa, x448, x25519
+
     if isinstance(key, rsa.RSAPrivateKey):
         return f"RSA {key.key_size}-bit"
     if isinstance(key, ec.EllipticCurvePrivateKey):
@@ -344,13 +344,14 @@ def _safe(text: str) -> str:
 
 _RSA_OID = bytes.fromhex("2a864886f70d010101")
 _EC_OID = bytes.fromhex("2a8648ce3d0201")
+# Curves by the name of their class in ``cryptography.hazmat.primitives.asymmetric.ec``.
 _CURVES = {
-    bytes.fromhex("2a8648ce3d030107"): ec.SECP256R1,
-    bytes.fromhex("2b81040022"): ec.SECP384R1,
-    bytes.fromhex("2b81040023"): ec.SECP521R1,
-    bytes.fromhex("2b8104000a"): ec.SECP256K1,
+    bytes.fromhex("2a8648ce3d030107"): "SECP256R1",
+    bytes.fromhex("2b81040022"): "SECP384R1",
+    bytes.fromhex("2b81040023"): "SECP521R1",
+    bytes.fromhex("2b8104000a"): "SECP256K1",
 }
-_CURVE_BY_SCALAR = {32: ec.SECP256R1, 48: ec.SECP384R1, 66: ec.SECP521R1}
+_CURVE_BY_SCALAR = {32: "SECP256R1", 48: "SECP384R1", 66: "SECP521R1"}
 
 
 def _tlv(data: bytes, offset: int) -> tuple[int, int, int]:
@@ -366,7 +367,9 @@ def _tlv(data: bytes, offset: int) -> tuple[int, int, int]:
     return tag, start, start + int.from_bytes(data[offset + 2 : start], "big")
 
 
+@cache
 def _small_primes(limit: int = 20000) -> tuple[int, ...]:
+    """The primes below ``limit`` (sieved on first use: only truncated RSA keys need them)."""
     sieve = bytearray([1]) * limit
     sieve[:2] = b"\x00\x00"
     for i in range(2, int(limit**0.5) + 1):
@@ -375,12 +378,10 @@ def _small_primes(limit: int = 20000) -> tuple[int, ...]:
     return tuple(i for i in range(limit) if sieve[i])
 
 
-_PRIMES = _small_primes()
-
 
 def _looks_like_rsa_modulus(n: int) -> bool:
     """A real modulus is odd, at least 1024 bits and has no small prime factor (a random number rarely passes)."""
-    return n.bit_length() >= 1024 and n % 2 == 1 and all(n % p for p in _PRIMES[1:])
+    return n.bit_length() >= 1024 and n % 2 == 1 and all(n % p for p in _small_primes()[1:])
 
 
 def partial_exposure(data: bytes) -> tuple[Verdict, str] | None:
@@ -446,7 +447,10 @@ def _rsa_cut_after_modulus(bits: int) -> tuple[Verdict, str]:
     )
 
 
-def _ec_exposure(data: bytes, offset: int, curve: type[ec.EllipticCurve] | None) -> tuple[Verdict, str] | None:
+def _ec_exposure(data: bytes, offset: int, curve_name: str | None) -> tuple[Verdict, str] | None:
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     _, offset, _ = _tlv(data, offset)  # ECPrivateKey SEQUENCE
     tag, start, end = _tlv(data, offset)
     if tag != 0x02 or end > len(data) or data[start:end] != b"\x01":
@@ -462,15 +466,16 @@ def _ec_exposure(data: bytes, offset: int, curve: type[ec.EllipticCurve] | None)
         if end > len(data):
             break
         if tag == 0xA0:
-            curve = next((c for oid, c in _CURVES.items() if data[start:end].find(oid) >= 0), curve)
+            curve_name = next((c for oid, c in _CURVES.items() if data[start:end].find(oid) >= 0), curve_name)
         elif tag == 0xA1:
             inner_tag, inner_start, inner_end = _tlv(data, start)
             if inner_tag == 0x03 and inner_end <= len(data):
                 public = data[inner_start + 1 : inner_end]  # skip the unused-bits byte
         offset = end
-    curve = curve or _CURVE_BY_SCALAR.get(len(scalar))
-    if curve is None:
+    curve_name = curve_name or _CURVE_BY_SCALAR.get(len(scalar))
+    if curve_name is None:
         return None
+    curve = getattr(ec, curve_name)
     try:
         key = ec.derive_private_key(int.from_bytes(scalar, "big"), curve())
     except ValueError:
@@ -526,6 +531,9 @@ def _check_openssh(data: bytes) -> Verification:
         + "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 70))
         + "\n-----END OPENSSH PRIVATE KEY-----\n"
     )
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+
     try:
         key = load_ssh_private_key(pem.encode(), password=None)
     except TypeError:
@@ -559,6 +567,9 @@ def _openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None)
                 return None
             seed = data[offset + 4 : offset + 36]
             if len(seed) == 32:
+                from cryptography.hazmat.primitives.asymmetric import ed25519
+                from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
                 derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
                 if derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public:
                     return Verdict.VALID, "yet its Ed25519 seed is complete and matches its public key: the key is exposed"
