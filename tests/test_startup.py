@@ -82,3 +82,12 @@ def test_private_key_candidate_is_verified_with_cryptography_imported_on_demand(
     assert [(row, rule, verdict) for row, _, rule, verdict in found] == [(1, "private-key", "valid")]
     assert modules == ["cryptography"]
 
+
+def test_worker_pool_leaves_the_collector_as_it_found_it(tmp_path):
+    # Workers are forked with the heap frozen (their collector skips what they inherit); the
+    # calling process gets its collector back unchanged, with the same findings as one worker.
+    token = synth.github_token(random.Random(8))
+    one = scan_in_fresh_interpreter(tmp_path / "one", token, jobs=1)
+    two = scan_in_fresh_interpreter(tmp_path / "two", token, jobs=2)
+    assert two[0] == one[0] == [[1, "conversations[0].content", "github-pat", "valid"]]
+    assert two[2:] == [0, True]

@@ -15,11 +15,11 @@ from datetime import datetime
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.anthropic import check_anthropic
 from shardscan.verifiers.aws import check_aws_key_id, check_aws_secret
-from shardscan.verifiers.example import check_example
+from shardscan.verifiers.example import check_example, known_examples
 from shardscan.verifiers.github import check_github
 from shardscan.verifiers.jwt import check_jwt
 from shardscan.verifiers.openai import check_openai
-from shardscan.verifiers.placeholder import check_placeholder, leading_placeholder
+from shardscan.verifiers.placeholder import check_placeholder, dictionary, leading_placeholder
 from shardscan.verifiers.private_key import check_private_key
 
 
@@ -49,6 +49,16 @@ VERIFIERS: dict[str, Verifier] = {
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")
 
 NO_CHECK = Verification(Verdict.UNVERIFIED, "no offline check for this kind")
+
+
+def prepare_verifiers() -> None:
+    """Load the data every candidate's verification reads (documented examples, the word list) now.
+
+    They are otherwise loaded on first use, once per process: a scan with worker processes calls
+    this before forking them so that the workers share one copy instead of each parsing its own.
+    """
+    known_examples()
+    dictionary()
 
 
 def verify_candidate(candidate: Candidate, verifier_names: tuple[str, ...], context: VerifyContext) -> Verification:
