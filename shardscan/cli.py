@@ -1,7 +1,7 @@
 """Command line: parse options, call the library, render reports, map outcomes to exit codes."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: Typer reads every command's parameter types on
+# every run, and string annotations would make it compile and evaluate each of them (about 15 ms).
 import gc
 
 # The imports below create tens of thousands of objects that live as long as the process: the
