@@ -53,11 +53,13 @@ def load_ruleset(
     files = (builtin_rule_files() if builtin else []) + [Path(p) for p in _expand(extra_files)]
     rules: list[Rule] = []
     seen: dict[str, str] = {}
+    builtin_dir = builtin_rules_dir().resolve()
     for path in files:
-        for rule in load_rule_file(path):
+        label = _label(path, builtin_dir)
+        for rule in load_rule_file(path, label):
             if rule.id in seen:
-                raise ConfigError(f"{_label(path)}: {rule.id}: rule id already defined in {seen[rule.id]}")
-            seen[rule.id] = _label(path)
+                raise ConfigError(f"{label}: {rule.id}: rule id already defined in {seen[rule.id]}")
+            seen[rule.id] = label
             rules.append(rule)
     disabled = set(disable)
     unknown = disabled - set(seen) - {r.kind for r in rules}
@@ -77,20 +79,23 @@ def _expand(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def _label(path: Path) -> str:
+def _label(path: Path, builtin_dir: Path | None = None) -> str:
     """How errors name a rule file: ``rules/github.yaml`` for built-ins, the given path otherwise."""
     try:
-        if path.resolve().parent == builtin_rules_dir().resolve():
+        if path.resolve().parent == (builtin_dir or builtin_rules_dir().resolve()):
             return f"rules/{path.name}"
     except OSError:
         pass
     return str(path)
 
 
-def load_rule_file(path: str | Path) -> list[Rule]:
-    """Parse and compile one rule file (a YAML list of rules, or a mapping with a ``rules`` list)."""
+def load_rule_file(path: str | Path, label: str | None = None) -> list[Rule]:
+    """Parse and compile one rule file (a YAML list of rules, or a mapping with a ``rules`` list).
+
+    ``label`` is how errors name the file (default: ``rules/NAME.yaml`` for a built-in, else the path).
+    """
     path = Path(path)
-    label = _label(path)
+    label = label or _label(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
