@@ -35,8 +35,8 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
 
 MATCHER_ENV = "SHARDSCAN_MATCHER"
 _CACHE_FORMAT = b"shardscan-hyperscan-2\n"
-# Per process, keyed like the cache files; ``None`` records a pattern set Hyperscan refused.
-_DATABASES: dict[str, Any] = {}
+# Per process, by (expressions, flags, partial); ``None`` records a pattern set Hyperscan refused.
+_DATABASES: dict[tuple, Compiled | None] = {}
 
 # Flags for patterns over text (rule gates): Unicode classes, each pattern reported once per scan.
 UNICODE_SINGLE_MATCH = (
@@ -71,11 +71,12 @@ def database(expressions: Sequence[str], flags: int = 0, *, partial: bool = Fals
     """
     if not enabled() or not expressions:
         return None
-    key = _key(expressions, flags, partial)
-    if key not in _DATABASES:
+    memo = (tuple(expressions), flags, partial)
+    if memo not in _DATABASES:
+        key = _key(expressions, flags, partial)
         loaded = _load(key)
-        _DATABASES[key] = loaded if loaded is not None else _compile(key, expressions, flags, partial)
-    return _DATABASES[key]
+        _DATABASES[memo] = loaded if loaded is not None else _compile(key, expressions, flags, partial)
+    return _DATABASES[memo]
 
 
 def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:

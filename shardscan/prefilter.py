@@ -64,6 +64,7 @@ class Prefilter:
     pattern: str
     expressions: tuple[str, ...] = ()
     start_pattern: str = ""
+    start_bytes: int = 0  # the longest token keyword, in bytes
 
     @classmethod
     def from_keywords(
@@ -83,7 +84,8 @@ class Prefilter:
         expressions = tuple(plain + ([f"(?:{TOKEN_BOUNDARY}){tokens}"] if tokens else []) + extras)
         if any(_uses_cell_context(e) for e in extras):
             expressions = ()
-        return cls("|".join(parts), expressions, "^" + tokens if tokens else "")
+        longest = max((len(k.encode("utf-8")) for k in anchored), default=0)
+        return cls("|".join(parts), expressions, "^" + tokens if tokens else "", longest)
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
@@ -94,34 +96,23 @@ class Prefilter:
         return self.masks([values])[0]
 
     def masks(self, arrays: list[pa.Array]) -> list[np.ndarray]:
-        """:meth:`mask` of several arrays with one pass per type family.
+        """:meth:`mask` of several arrays (the leaves of a row group).
 
-        The leaves of a row group are matched together rather than one by one: Arrow compiles an
-        RE2 pattern on every call (about a millisecond for the full pattern with encoded keyword
-        forms), and a Hyperscan call has a fixed cost too.
+        Hyperscan scans each array's data buffer where it lies. RE2 gets the arrays of a type
+        family concatenated instead: Arrow compiles an RE2 pattern on every call (about a
+        millisecond for the full pattern with encoded keyword forms), which costs more than the copy.
         """
         if not self.pattern:
             return [np.zeros(len(a), dtype=bool) for a in arrays]
-        targets: list[pa.Array] = []
-        for values in arrays:
-            target = values.dictionary if pa.types.is_dictionary(values.type) else values
-            targets.append(_widen(target))
-        flat: list[np.ndarray | None] = [None] * len(arrays)
-        for family in (pa.large_string(), pa.large_binary()):
-            members = [i for i, t in enumerate(targets) if t.type == family and len(t)]
-            if not members:
-                continue
-            # (One member needs no concatenation, which would copy all of its text.)
-            joined = targets[members[0]] if len(members) == 1 else pa.concat_arrays([targets[i] for i in members])
-            hits = self._match(joined)
-            at = 0
-            for i in members:
-                flat[i] = hits[at : at + len(targets[i])]
-                at += len(targets[i])
+        targets = [values.dictionary if pa.types.is_dictionary(values.type) else values for values in arrays]
+        if hyperscan_matcher.database(self.expressions) is not None:
+            flat = [self._match(t) for t in targets]
+            for hits, starts in zip(flat, self._token_starts(targets), strict=True):
+                hits |= starts
+        else:
+            flat = self._masks_re2([_widen(t) for t in targets])
         out: list[np.ndarray] = []
-        for values, target, hits in zip(arrays, targets, flat, strict=True):
-            if hits is None:  # empty, or a type that did not widen: matched on its own
-                hits = self._re2(target, self.pattern) if len(target) else np.zeros(0, dtype=bool)
+        for values, hits in zip(arrays, flat, strict=True):
             if pa.types.is_dictionary(values.type):
                 # Each distinct value was matched once; spread the answer through the indices.
                 indices = values.indices.to_numpy(zero_copy_only=False)
@@ -132,26 +123,84 @@ class Prefilter:
             out.append(hits)
         return out
 
+    def _masks_re2(self, targets: list[pa.Array]) -> list[np.ndarray]:
+        """RE2 masks of widened arrays, one pass per type family."""
+        flat: list[np.ndarray | None] = [None] * len(targets)
+        for family in (pa.large_string(), pa.large_binary()):
+            members = [i for i, t in enumerate(targets) if t.type == family and len(t)]
+            if not members:
+                continue
+            # (One member needs no concatenation, which would copy all of its text.)
+            joined = targets[members[0]] if len(members) == 1 else pa.concat_arrays([targets[i] for i in members])
+            hits = self._re2(joined, self.pattern)
+            at = 0
+            for i in members:
+                flat[i] = hits[at : at + len(targets[i])]
+                at += len(targets[i])
+        # Empty arrays, and types that did not widen, are matched on their own.
+        return [h if h is not None else self._re2(t, self.pattern) if len(t) else np.zeros(0, dtype=bool)
+                for t, h in zip(targets, flat, strict=True)]
+
     def _match(self, values: pa.Array) -> np.ndarray:
-        """Mask of a large_string or large_binary array, with Hyperscan where it is available."""
+        """Mask of a string or binary array, with Hyperscan where it is available."""
         compiled = hyperscan_matcher.database(self.expressions)
-        if compiled is None:
-            return self._re2(values, self.pattern)
-        offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[values.offset : values.offset + len(values) + 1]
+        offsets = _offsets_of(values)
+        if offsets is None and len(values):  # e.g. string_view: as large_string (a copy)
+            values = _widen(values)
+            offsets = _offsets_of(values)
+        if compiled is None or offsets is None:
+            return self._re2(values, self.pattern) if len(values) else np.zeros(0, dtype=bool)
         data = values.buffers()[2]
-        mask, scanned = hyperscan_matcher.first_match_cells(compiled.db, offsets, memoryview(data if data is not None else b""))
+        mask, scanned = hyperscan_matcher.first_match_cells(
+            compiled.db, offsets, memoryview(data if data is not None else b"")
+        )
         if scanned < len(values):  # dense matches: RE2 finishes the array
             mask[scanned:] = self._re2(values.slice(scanned), self.pattern)
-        if self.start_pattern:
-            mask |= self._re2(values, self.start_pattern)
         if values.null_count:
             mask &= values.is_valid().to_numpy(zero_copy_only=False)
         return mask
+
+    def _token_starts(self, targets: list[pa.Array]) -> list[np.ndarray]:
+        """Masks of the cells that begin with a token keyword (``start_pattern``).
+
+        One RE2 call for all the arrays, on their first bytes only: a call per array would
+        compile the pattern once per leaf, which costs more than the matching.
+        """
+        if not self.start_pattern:
+            return [np.zeros(len(t), dtype=bool) for t in targets]
+        heads = [pc.binary_slice(_as_binary(_widen(t)), 0, self.start_bytes).cast(pa.large_binary()) for t in targets]
+        hits = self._re2(pa.concat_arrays(heads), self.start_pattern) if heads else np.zeros(0, dtype=bool)
+        out, at = [], 0
+        for target in targets:
+            out.append(hits[at : at + len(target)])
+            at += len(target)
+        return out
 
     @staticmethod
     def _re2(values: pa.Array, pattern: str) -> np.ndarray:
         matched = pc.match_substring_regex(values, pattern)
         return pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
+
+
+def _offsets_of(values: pa.Array) -> np.ndarray | None:
+    """The ``len + 1`` value offsets of a string or binary array (either width), else ``None``."""
+    kind = values.type
+    if pa.types.is_string(kind) or pa.types.is_binary(kind):
+        width = np.int32
+    elif pa.types.is_large_string(kind) or pa.types.is_large_binary(kind):
+        width = np.int64
+    else:
+        return None
+    if len(values) == 0:
+        return np.zeros(1, dtype=width)
+    return np.frombuffer(values.buffers()[1], dtype=width)[values.offset : values.offset + len(values) + 1]
+
+
+def _as_binary(values: pa.Array) -> pa.Array:
+    """A string array's bytes as a binary array, without copying them."""
+    if pa.types.is_large_string(values.type):
+        return values.view(pa.large_binary())
+    return values.view(pa.binary()) if pa.types.is_string(values.type) else values
 
 
 def _widen(values: pa.Array) -> pa.Array:
