@@ -13,7 +13,10 @@ from shardscan import decoders
 from shardscan.decoders import DECODERS, DecodeLimits, KeywordSet, View, encoded_keyword_patterns, views
 from shardscan.decoders.base import DecodeRequest, OffsetMap
 from shardscan.decoders.base64_ import CONTEXT_KEYWORD_CHARS
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.ruleset import load_ruleset
+from shardscan.synth import expand
+from tests.conftest import FIXED_NOW
 
 
 def decode_one(name: str, text: str) -> list:
@@ -119,6 +122,31 @@ def test_base64_skips_short_runs_hashes_and_images():
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4).decode()
     text = f"sha256:{'ab12' * 16} commit {'0123456789ABCDEF' * 3} short dGVzdA== data:image/png;base64,{png}"
     assert decode_one("base64", text) == []
+
+
+def test_base64_binary_blobs_are_yielded_only_when_the_caller_wants_them():
+    """``binary_wanted`` drops binary blobs the caller would discard; text segments are unaffected."""
+    blob = base64.b64encode(b"\xff\xfe\x00 nothing to see \xff" * 3).decode()
+    run = base64.b64encode(b"export TOKEN=hello-world-value\n").decode()
+    cell = f"a {blob} b {run} c"
+    every = decode_one("base64", cell)
+    assert [(d.start, d.text == "", d.data is None) for d in every] == [(2, True, False), (cell.index(run), False, True)]
+    picky = list(DECODERS["base64"].decode(DecodeRequest(cell, binary_wanted=lambda data: b"ghp_" in data)))
+    assert [(d.start, d.end, d.text) for d in picky] == [
+        (cell.index(run), cell.index(run) + len(run), "export TOKEN=hello-world-value\n")
+    ]
+
+
+def test_keyword_inside_a_binary_base64_blob_is_found():
+    """A blob that is not UTF-8 is read as text around its plain keywords only, and the token is found there."""
+    token = expand("{{github:ghp_}}", seed="binary-blob")
+    blob = base64.b64encode(b"\x1f\x8b\x08\x00\xff" * 40 + f" GITHUB_TOKEN={token} ".encode() + b"\xfe\xff" * 40).decode()
+    cell = f"echo {blob} | base64 -d > creds.bin"
+    findings, limits = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW, regex_timeout=60)).scan_text(cell)
+    assert [(f.rule_id, f.encoding, f.start, f.end) for f in findings] == [
+        ("github-pat", ("base64",), 5, 5 + len(blob))
+    ]
+    assert limits == []
 
 
 def test_base64_mixed_alphabets_are_not_base64():

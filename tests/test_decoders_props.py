@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardscan.decoders import DECODERS, DecodeLimits, KeywordSet, views
+from shardscan.decoders import DECODERS, DecodeLimits, KeywordSet, base64_, views
 from shardscan.decoders.base import DecodeRequest
 from shardscan.ruleset import load_ruleset
 
@@ -98,3 +98,40 @@ def test_string_concat_round_trip_maps_the_joined_text_back_to_every_literal(tex
     assert segment.text == '"' + text + '"'
     start, end = segment.offsets.start_in_parent(1), segment.offsets.end_in_parent(len(text) + 1)
     assert (start, end) == (1, len(encoded) - 1)
+
+
+def _runs_read_line_by_line(text: str) -> list[tuple[int, int, str]]:
+    """Every base64 run of ``text`` read with the run patterns, line by line (no first-line shortcut)."""
+    mapped = text.encode("ascii", "replace").translate(base64_._RUN_MAP)
+    padded = " " + text
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    while (start := mapped.find(base64_._RUN_NEEDLE, pos)) >= 0:
+        line_end = mapped.find(b" ", start)
+        line_end = len(mapped) if line_end < 0 else line_end
+        run = None if text.startswith(base64_.IMAGE_MAGIC, start) else next(base64_._runs_in(padded, start, len(padded)), None)
+        if run is None:
+            pos = line_end
+        else:
+            out.append(run)
+            pos = run[1]
+    return out
+
+
+# Base64 lines of the lengths wrapping produces (and near them), the breaks between them, padding,
+# image magic and words: the material that decides where a run ends.
+run_material = st.lists(
+    st.one_of(
+        st.integers(1, 80).map(lambda n: ("QUJD" * 20)[:n]),
+        st.integers(20, 80).map(lambda n: ("ghp_x0f9" * 10)[:n]),
+        st.sampled_from(["\n", "\r\n", "\\n", "\\r\\n", "\n  ", "\t", " ", "=", "==", ".", '"', "é", "\\", "iVBORw0KGgo", "/9j/", "ab"]),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@SETTINGS
+@given(text=run_material)
+def test_base64_runs_shortcut_reads_runs_as_the_run_patterns_do(text):
+    """Most runs are taken as their first line without the run patterns; the runs found are the same."""
+    assert list(base64_.runs(text)) == _runs_read_line_by_line(text)

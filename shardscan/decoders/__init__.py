@@ -117,12 +117,16 @@ class KeywordSet:
         parts = literals + sorted(set(encoded))
         return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain), encoded)
 
+    def in_binary(self, data: bytes) -> bool:
+        """True when a binary blob holds a plain keyword (only then is it worth reading as text)."""
+        if len(data) > RE2_ABOVE:
+            return _re2_search(self.plain_pattern, data)
+        # One search for all keywords, in C, rather than one per keyword.
+        return bool(self.plain_bytes) and _bytes_alternation(self.plain_bytes).search(data) is not None
+
     def binary_excerpts(self, data: bytes) -> str | None:
         """Text around each plain keyword in a binary blob (None when there is none)."""
-        if len(data) > RE2_ABOVE:
-            if not _re2_search(self.plain_pattern, data):
-                return None
-        elif not any(needle in data for needle in self.plain_bytes):
+        if not self.in_binary(data):
             return None
         spans: list[list[int]] = []
         for needle in self.plain_bytes:
@@ -171,6 +175,12 @@ class KeywordSet:
 @lru_cache(maxsize=8)
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
+
+
+@lru_cache(maxsize=8)
+def _bytes_alternation(needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """One compiled search for any of ``needles`` (literal bytes)."""
+    return re.compile(b"|".join(re.escape(needle) for needle in needles))
 
 
 def _re2_search(pattern: str, value: str | bytes) -> bool:
@@ -232,17 +242,23 @@ def views(
             on_limit(message)
 
     budget = budget if budget is not None else DecodeBudget.of(limits)
+    # Binary segments without a plain keyword are discarded by _worth_it: decoders can drop them.
+    binary_wanted = keywords.in_binary if keywords is not None else None
     queue: deque[View] = deque([root])
     while queue:
         view = queue.popleft()
         depth = len(view.encoding)
-        request = DecodeRequest(view.text, within=view.offsets, continued=continued and view is root)
+        request = DecodeRequest(
+            view.text, within=view.offsets, continued=continued and view is root, binary_wanted=binary_wanted
+        )
         near: list[tuple[int, int]] | None = None  # keyword spans in this view, found once
         for decoder in DECODERS.values():
+            if decoder.trigger and not _holds(view.text, decoder.trigger):
+                continue  # not one escape of this kind: the decoder would yield nothing
             if keywords is not None and view.offsets is None and decoder.text_transform:
-                if near is None and decoder.trigger in view.text:
+                if near is None:
                     near = list(keywords.occurrences(view.text))
-                if not _may_pay(decoder, view.text, near or []):
+                if not _may_pay(decoder, view.text, near):
                     continue
             for decoded in _safe(decoder, request):
                 child_text = _worth_it(decoder, view, decoded, keywords)
@@ -270,17 +286,25 @@ def views(
                 queue.append(child)
 
 
+def _holds(text: str, trigger: str) -> bool:
+    """``trigger in text``, its first character searched first.
+
+    A one-character search is a ``memchr``, while a longer needle is compared position by
+    position (``"\\x" in text`` is about thirty times slower than ``"\\" in text``); most texts
+    lack an escape's lead character (a backslash, a percent sign) altogether.
+    """
+    return trigger[0] in text and (len(trigger) == 1 or trigger in text)
+
+
 def _may_pay(decoder: Decoder, text: str, occurrences: list[tuple[int, int]]) -> bool:
-    """Cheap test before running an escape decoder on a whole text (raw or base64-decoded).
+    """Cheap test before running an escape decoder on a whole text (raw or base64-decoded) that holds its trigger.
 
     Most candidate cells are escaped JSON whose escapes are nowhere near a keyword; decoding them
     would be thrown away by :func:`_worth_it`, so the decoder is not run at all.
     """
-    if not decoder.trigger:
-        return True
     trigger = decoder.trigger
-    if trigger not in text:
-        return False
+    if not trigger:
+        return True
     if decoder.reveal is not None and decoder.reveal.search(text):
         return True
     return any(text.find(trigger, max(0, start - NEAR_BEFORE), end + NEAR_AFTER) >= 0 for start, end in occurrences)

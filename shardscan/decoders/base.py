@@ -77,6 +77,9 @@ class DecodeRequest:
     within: OffsetMap | None = None
     # The text is a window cut out of a longer cell: an encoded run at offset 0 may be misaligned.
     continued: bool = False
+    # Which binary (not UTF-8) segments the caller can use, by their bytes; a decoder may leave
+    # out the others instead of yielding them to be discarded. None: every one is wanted.
+    binary_wanted: Callable[[bytes], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)

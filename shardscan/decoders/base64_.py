@@ -12,6 +12,7 @@ import binascii
 import codecs
 import re
 from collections.abc import Collection, Iterator, Sequence
+from functools import lru_cache
 
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, utf8_or_none
 
@@ -27,6 +28,9 @@ _FIRST_LINE = re.compile(r"[^A-Za-z0-9+/_-]([A-Za-z0-9+/_-]{%d,})" % MIN_RUN)
 _LINE = re.compile(r"[A-Za-z0-9+/_-]+")
 _BREAK = re.compile(r"(?:\r?\n|\\r\\n|\\n)[ \t]*")
 _PADDING = re.compile(r"={0,2}")
+# The characters that can follow a run's first line and extend it: padding, or a line break
+# (real or JSON-escaped) before a wrapped line. After any other character the line is the run.
+_RUN_CONTINUES = frozenset("=\r\n\\")
 _URL_TO_STD = str.maketrans("-_", "+/")
 # Base64 of image formats' magic bytes (PNG, JPEG, GIF, WebP): screenshots are common in traces,
 # and pixels hold no text credential, so these runs are not decoded at all.
@@ -36,6 +40,7 @@ _RUN_MAP = bytes(
     ord("A") if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else ord(" ") for b in range(256)
 )
 _RUN_NEEDLE = b"A" * MIN_RUN
+_SPACE = ord(" ")
 _HEX_UPPER = "0123456789ABCDEF"
 _B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 
@@ -49,16 +54,26 @@ def runs(text: str) -> Iterator[tuple[int, int, str]]:
     runs (image magic) are skipped without being walked character by character.
     """
     mapped = text.encode("ascii", "replace").translate(_RUN_MAP)
-    padded = " " + text
+    padded = ""  # built on the first run that may be wrapped or padded
     pos = 0
     while True:
         start = mapped.find(_RUN_NEEDLE, pos)
         if start < 0:
             return
+        line_end = mapped.find(b" ", start)
+        if line_end < 0:
+            line_end = len(mapped)
         if text.startswith(IMAGE_MAGIC, start):
-            end = mapped.find(b" ", start)
-            pos = len(mapped) if end < 0 else end
+            pos = line_end
             continue
+        if (start == 0 or mapped[start - 1] == _SPACE) and _first_line_only(text, mapped, start, line_end):
+            # The common case (an identifier, a hash, a one-line token): the run is its first
+            # line, found without walking it with the run patterns.
+            pos = line_end
+            yield start, line_end, text[start:line_end]
+            continue
+        if not padded:
+            padded = " " + text
         found = False
         for run in _runs_in(padded, start, len(padded)):
             found = True
@@ -66,8 +81,31 @@ def runs(text: str) -> Iterator[tuple[int, int, str]]:
             yield run
             break
         if not found:
-            end = mapped.find(b" ", start)
-            pos = len(mapped) if end < 0 else end
+            pos = line_end
+
+
+def _first_line_only(text: str, mapped: bytes, start: int, line_end: int) -> bool:
+    """True when :func:`_runs_in` would read the run at ``start`` as exactly its first line.
+
+    Decided from what follows the line (no padding; no line break, or a next line that cannot
+    continue a wrapped run), so most runs skip the line-by-line reading. False means "not sure":
+    the caller reads the run with :func:`_runs_in`.
+    """
+    if line_end == len(text) or text[line_end] not in _RUN_CONTINUES:
+        return True  # nothing can extend the line: no padding, no line break
+    if text[line_end] == "=":
+        return False  # padding belongs to the run
+    first = line_end - start
+    if first % 4:
+        return True  # not wrapped base64: a run of one line, whatever follows
+    brk = _BREAK.match(text, line_end)
+    if brk is None:
+        return True
+    second = mapped.find(b" ", brk.end())
+    second = (len(mapped) if second < 0 else second) - brk.end()
+    # No next line, a longer one (not a wrapped run's last line), or one too short by a number of
+    # characters no base64 quantum can end with: the first line is the run.
+    return second == 0 or second > first or second % 4 == 1
 
 
 def _runs_in(padded: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
@@ -150,22 +188,49 @@ def decode_run(body: str, shift: int = 0) -> tuple[str, bytes] | None:
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
     """Yield one segment per base64 run that decodes; non-UTF-8 blobs as bytes (``data``)."""
-    within = request.within
+    within, wanted = request.within, request.binary_wanted
     for start, end, body in runs(request.text):
         if within is not None and not within.touches(start, end):
             continue  # unchanged by the parent's decoding: decoded at the parent already
         if body.startswith(IMAGE_MAGIC) or not body.strip(_HEX_LOWER) or not body.strip(_HEX_UPPER):
             continue  # an image, or a hash / commit id (hex digits are base64 characters too)
         shift = _alignment(body) if request.continued and start == 0 else 0
-        decoded = decode_run(body, shift)
-        if decoded is None:
+        read = _read(body, shift)
+        if read is None:
             continue
-        name, data = decoded
-        as_text = utf8_or_none(data)
-        if as_text is None:
-            yield Decoded(start, end, "", data=data, name=name)
-        else:
+        name, as_text, data = read
+        if as_text is not None:
             yield Decoded(start, end, as_text, name=name)
+        elif wanted is None or wanted(data):
+            yield Decoded(start, end, "", data=data, name=name)
+
+
+def _read(body: str, shift: int) -> tuple[str, str | None, bytes] | None:
+    """A run decoded: (chain name, its text or None when not UTF-8, its bytes); None when it does not decode.
+
+    Short runs go through a cache: the same token, placeholder or identifier recurs across the
+    turns of a conversation and the rows of a shard.
+    """
+    if shift == 0 and len(body) <= CACHED_RUN_CHARS:
+        return _read_short(body)
+    return _read_any(body, shift)
+
+
+def _read_any(body: str, shift: int) -> tuple[str, str | None, bytes] | None:
+    decoded = decode_run(body, shift)
+    if decoded is None:
+        return None
+    name, data = decoded
+    return name, utf8_or_none(data), data
+
+
+# Runs up to this long are cached by :func:`_read`, at most 1024 of them (under a megabyte).
+CACHED_RUN_CHARS = 256
+
+
+@lru_cache(maxsize=1024)
+def _read_short(body: str) -> tuple[str, str | None, bytes] | None:
+    return _read_any(body, 0)
 
 
 def _alignment(body: str) -> int:
