@@ -50,8 +50,9 @@ def runs(text: str) -> Iterator[tuple[int, int, str]]:
 
     Runs are located in C: the text is mapped to one byte per character (base64 characters to
     ``A``, everything else to a space; non-ASCII characters count as one byte each, so offsets are
-    kept) and searched with ``bytes.find``. Only real runs reach the run pattern, and screenshot
-    runs (image magic) are skipped without being walked character by character.
+    kept) and searched with ``bytes.find``. Screenshot runs (image magic) are skipped without
+    being walked character by character, and only runs that may continue past their first line
+    (padding, or a next line that could be wrapped base64) are read with the run patterns.
     """
     mapped = text.encode("ascii", "replace").translate(_RUN_MAP)
     padded = ""  # built on the first run that may be wrapped or padded
