@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,3 +66,21 @@ def _session_matcher_cache(tmp_path_factory) -> Path:
     folder = tmp_path_factory.getbasetemp() / "hyperscan-databases"
     folder.mkdir(exist_ok=True)
     return folder
+
+
+def near_misses(rules: Sequence, seed: int, per_example: int = 6) -> list[str]:
+    """Every rule example (positive and negative) with one character inserted, recased, cut or wrapped."""
+    from shardscan.synth import expand
+
+    rng = random.Random(seed)
+    texts: list[str] = []
+    for rule in rules:
+        for example in rule.examples + rule.negative_examples:
+            text = expand(example.text, seed=f"nm-{rule.id}")
+            for _ in range(per_example):
+                cut = rng.randrange(len(text) + 1)
+                inserted = rng.choice(["", "x", "_", " ", "é", "\n", "=", ".", "\u00a0", "日本"])
+                texts.append(text[:cut] + inserted + text[cut:])
+            texts += [text, "é" + text + "é", text.upper(), text.lower(), f"({text})", f"{text}\u2028", text[: len(text) // 2]]
+    return texts
+

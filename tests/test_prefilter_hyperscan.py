@@ -14,7 +14,7 @@ from shardscan import hyperscan_matcher
 from shardscan.engine import Scanner
 from shardscan.prefilter import Prefilter
 from shardscan.ruleset import load_ruleset
-from shardscan.synth import expand
+from tests.conftest import near_misses
 
 SCANNER = Scanner(load_ruleset())
 PREFILTER = SCANNER.prefilter
@@ -163,15 +163,7 @@ def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
 
 def test_both_matchers_gate_the_same_rules_for_near_misses_of_every_example(monkeypatch):
     """The rule gate in Hyperscan (one pass per text, RE2 for patterns it refuses) equals RE2's."""
-    rng = random.Random(11)
-    texts = []
-    for rule in SCANNER.rules:
-        for example in rule.examples + rule.negative_examples:
-            text = expand(example.text, seed=f"hs-{rule.id}")
-            for _ in range(8):
-                cut = rng.randrange(len(text) + 1)
-                texts.append(text[:cut] + rng.choice(["", "x", "_", " ", "é", "\n", "=", ".", "\u00a0", "日本"]) + text[cut:])
-            texts += [text, text.upper(), text.lower(), f"é{text}\u2028", text[: len(text) // 2]]
+    texts = near_misses(SCANNER.rules, seed=11, per_example=8)
     monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
     fast = SCANNER.gate.rules_for(texts)
     monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
