@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import gc
 import logging
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,6 +34,9 @@ from shardscan.reader import ShardRef
 from shardscan.reader.lfs import lfs_pointer_reason
 from shardscan.reader.parquet import metadata_leaves, open_parquet
 from shardscan.verifiers import prepare_verifiers
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ def _run_in_worker(item: WorkItem) -> ItemResult:
     return scan_item(_worker_scanner, item, _worker_footers)
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def _context() -> BaseContext:
     """How worker processes start: ``fork`` on Linux, else ``forkserver``/``spawn``.
 
     fork starts a worker in milliseconds with every module already imported (forkserver and spawn
@@ -208,6 +209,8 @@ def _context() -> multiprocessing.context.BaseContext:
     thread pools in a forked child. ``SHARDSCAN_START_METHOD`` overrides the choice (an escape
     hatch for platforms where fork misbehaves).
     """
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     method = os.environ.get("SHARDSCAN_START_METHOD", "")
     if method not in methods:
@@ -249,6 +252,10 @@ def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterato
         for item in items:
             yield scan_item(scanner, item, footers)
         return
+    # Imported here: a scan in this process (--jobs 1, or one work item: a hook on a small shard) needs no pool.
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     # What every worker would otherwise load for itself on its first candidate, loaded once here.
     prepare_verifiers()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_init_worker,

@@ -17,11 +17,12 @@ from tests.conftest import trace_row, write_trace_shard
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Modules a local scan never needs: key parsing (only when a private-key candidate is verified),
-# the progress bar (only on a terminal), remote readers (only for URLs), and commands other than scan.
+# Modules a local scan in one process never needs: key parsing (only when a private-key candidate
+# is verified), the progress bar (only on a terminal), remote readers (only for URLs), the worker
+# pool (only with several work items and --jobs > 1), and commands other than scan.
 NOT_AT_START = (
     "cryptography", "rich", "fsspec", "s3fs", "shardscan.reader.remote", "shardscan.review", "shardscan.remediate",
-    "shardscan.demo", "shardscan.engines.ray_engine",
+    "shardscan.demo", "shardscan.engines.ray_engine", "multiprocessing", "concurrent.futures",
 )
 
 
