@@ -378,7 +378,6 @@ def _small_primes(limit: int = 20000) -> tuple[int, ...]:
     return tuple(i for i in range(limit) if sieve[i])
 
 
-
 def _looks_like_rsa_modulus(n: int) -> bool:
     """A real modulus is odd, at least 1024 bits and has no small prime factor (a random number rarely passes)."""
     return n.bit_length() >= 1024 and n % 2 == 1 and all(n % p for p in _small_primes()[1:])
