@@ -225,7 +225,7 @@ def _frozen_heap() -> Iterator[None]:
     """Keep the garbage collector of forked workers off the heap they inherit.
 
     Everything alive before the fork (modules, compiled rules, the scanner) lives as long as a
-    worker does, yet each worker's first full collection would walk all of it (about 60 ms) and
+    worker does, yet each worker's first full collection would walk all of it (30-60 ms) and
     write to every page holding it, copying memory the worker shares with this process. Frozen
     objects are left out of collections; this process unfreezes them once the workers are forked,
     unless they were frozen before (the command line freezes its start-up heap for good).

@@ -13,7 +13,7 @@ The body may come with real newlines, literal ``\\n`` escapes (JSON, logs), inde
 Line numbers in details count the BEGIN line as line 1.
 
 ``cryptography`` is imported by the checks that load key material, not with this module: most
-scans verify no private key, and the import costs about 25 ms of every run's start-up.
+scans verify no private key, and the import costs about 20 ms of every run's start-up.
 """
 
 from __future__ import annotations
