@@ -172,6 +172,28 @@ def findings_of(report: Path) -> list[dict]:
     return data["findings"]
 
 
+_CPU_LOOP = "s = 0\nfor i in range(8_000_000): s += i * i"
+
+
+def machine_speedup(processes: int, repeat: int) -> float:
+    """How much faster ``processes`` copies of a CPU-bound Python loop finish together than in series.
+
+    The ceiling for any process-parallel program on this machine: on a shared or virtual machine
+    the cores are not always whole cores, so 2 workers cannot be held to 2x.
+    """
+    def timed(copies: int) -> float:
+        fastest = float("inf")
+        for _ in range(repeat):
+            started = time.perf_counter()
+            procs = [subprocess.Popen([PY, "-S", "-c", _CPU_LOOP]) for _ in range(copies)]
+            for proc in procs:
+                proc.wait()
+            fastest = min(fastest, time.perf_counter() - started)
+        return fastest
+
+    return processes * timed(1) / timed(processes)
+
+
 def mb_s(nbytes: int, seconds: float) -> float:
     return nbytes / 1e6 / seconds if seconds > 0 else 0.0
 
@@ -280,6 +302,8 @@ def main() -> None:  # noqa: C901 (a linear script)
         big_base = measure([PY, "-m", "benchmarks.baseline", str(big)])
         big_rows.insert(0, ("baseline (pyarrow, default threads)", big_base, big_manifest["string_bytes"]))
 
+    ceiling = machine_speedup(cores, args.repeat) if cores >= 2 else 1.0
+
     # ---- checks -------------------------------------------------------------------------------
     one, every = findings_of(reports["1"]), findings_of(reports["all"])
     identical = one == every
@@ -305,7 +329,8 @@ def main() -> None:  # noqa: C901 (a linear script)
     targets = [
         (f"all-cores scan wall time <= 2.0x baseline (stretch 1.5x)",
          f"{ratio:.2f}x end to end; {inner_ratio:.2f}x excluding interpreter start-up", verdict(ratio <= 2.0)),
-        (f"2 workers >= 1.7x faster than 1", f"{speedup:.2f}x end to end; {inner_one / inner_all:.2f}x in-process"
+        (f"2 workers >= 1.7x faster than 1", f"{speedup:.2f}x end to end; {inner_one / inner_all:.2f}x in-process "
+         f"(this machine's own speed-up for {cores} copies of a CPU-bound loop: {ceiling:.2f}x)"
          if cores >= 2 else "single core machine", verdict(cores >= 2 and speedup >= 1.7)),
         ("2x data takes <= 2.1x time",
          f"{growth:.2f}x time for {nbytes / half_bytes:.2f}x data end to end; {inner_all / inner_half:.2f}x in-process",
