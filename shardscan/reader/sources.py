@@ -47,7 +47,12 @@ class ShardRef:
         """Open the shard for random access; raise ShardReadError naming it on failure."""
         try:
             if self.filesystem is None:
-                return open(self.path, "rb")
+                try:
+                    # Native reads: through a Python file object, every read of a column chunk is a
+                    # Python call and an extra copy, which doubled the time to read a row group.
+                    return pa.OSFile(self.path)
+                except OSError:
+                    return open(self.path, "rb")  # the OS's own error (or a file only Python opens)
             return self.filesystem.open_input_file(self.path)
         except Exception as exc:  # OSError locally; pyarrow and fsspec raise several types remotely
             raise ShardReadError(self.display, self._describe(exc)) from None
