@@ -99,7 +99,6 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
         return mask, 0
     end = int(offsets[-1])
     position = int(offsets[0])
-    first_cell = 0
     hits = 0
     stops: list[int] = []
 
@@ -121,7 +120,7 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
         mask[cell] = True
         hits += 1
         position = int(offsets[cell + 1])
-        if hits >= DENSE_AFTER_HITS and hits * DENSE_SHARE > cell - first_cell + 1:
+        if hits >= DENSE_AFTER_HITS and hits * DENSE_SHARE > cell + 1:
             return mask, cell + 1
     return mask, cells
 

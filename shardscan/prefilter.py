@@ -25,7 +25,6 @@ TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]
 TOKEN_START = r"(?:^|" + TOKEN_BOUNDARY + ")"
 
 
-
 def _uses_cell_context(pattern: str) -> bool:
     """Whether ``pattern`` has syntax whose meaning depends on where a cell starts or ends.
 
@@ -164,16 +163,21 @@ class Prefilter:
         """Masks of the cells that begin with a token keyword (``start_pattern``).
 
         One RE2 call for all the arrays, on their first bytes only: a call per array would
-        compile the pattern once per leaf, which costs more than the matching.
+        compile the pattern once per leaf, which costs more than the matching. (An array of a
+        type that does not widen to a string or binary array was matched by RE2 whole, anchors
+        included: it needs no separate pass.)
         """
-        if not self.start_pattern:
-            return [np.zeros(len(t), dtype=bool) for t in targets]
-        heads = [pc.binary_slice(_as_binary(_widen(t)), 0, self.start_bytes).cast(pa.large_binary()) for t in targets]
-        hits = self._re2(pa.concat_arrays(heads), self.start_pattern) if heads else np.zeros(0, dtype=bool)
-        out, at = [], 0
-        for target in targets:
-            out.append(hits[at : at + len(target)])
-            at += len(target)
+        out = [np.zeros(len(t), dtype=bool) for t in targets]
+        widened = [_widen(t) for t in targets]
+        eligible = [i for i, t in enumerate(widened) if len(t) and _offsets_of(t) is not None]
+        if not self.start_pattern or not eligible:
+            return out
+        heads = [pc.binary_slice(_as_binary(widened[i]), 0, self.start_bytes).cast(pa.large_binary()) for i in eligible]
+        hits = self._re2(pa.concat_arrays(heads), self.start_pattern)
+        at = 0
+        for i in eligible:
+            out[i] = hits[at : at + len(targets[i])]
+            at += len(targets[i])
         return out
 
     @staticmethod

@@ -31,8 +31,9 @@ def _masks(values: pa.Array, monkeypatch) -> tuple[list[bool], list[bool]]:
     return fast, slow
 
 
-def test_hyperscan_is_the_matcher_where_its_wheels_exist():
+def test_hyperscan_is_the_matcher_where_its_wheels_exist(monkeypatch):
     """pyproject installs the bindings on these platforms; a missing import there is a packaging bug."""
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
     machine = platform.machine()
     if machine in ("x86_64", "AMD64") or (sys.platform == "darwin" and machine == "arm64"):
         assert hyperscan_matcher.enabled()
@@ -125,7 +126,7 @@ def test_a_pattern_that_needs_cell_boundaries_runs_in_re2():
 
 def test_compiled_databases_are_cached_on_disk_and_a_damaged_file_is_compiled_again(tmp_path, monkeypatch):
     if not hyperscan_matcher.enabled():
-        pytest.skip("Hyperscan has no wheel for this platform; RE2 is the only matcher")
+        pytest.skip("Hyperscan is not enabled (no wheel for this platform, or SHARDSCAN_MATCHER=re2)")
     monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
     expressions = ("alpha", "be+ta")
@@ -153,7 +154,7 @@ def test_compiled_databases_are_cached_on_disk_and_a_damaged_file_is_compiled_ag
 
 def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
     if not hyperscan_matcher.enabled():
-        pytest.skip("Hyperscan has no wheel for this platform; RE2 is the only matcher")
+        pytest.skip("Hyperscan is not enabled (no wheel for this platform, or SHARDSCAN_MATCHER=re2)")
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(blocker))
@@ -170,3 +171,13 @@ def test_both_matchers_gate_the_same_rules_for_near_misses_of_every_example(monk
     slow = SCANNER.gate.rules_for(texts)
     assert fast == slow
     assert any(slow) and not all(slow)  # the gates select some texts and reject others
+
+
+def test_string_views_and_binary_dictionaries_are_selected_like_strings():
+    texts = ["quiet", "ghp_" + "d" * 36, None, "the key: -----BEGIN PRIVATE KEY-----", "eyJhbGciOiJub25lIn0"]
+    expected = [False, True, False, True, True]
+    assert PREFILTER.mask(pa.array(texts, pa.string_view())).tolist() == expected
+    blobs = pa.array([t.encode() if t is not None else None for t in texts], pa.large_binary()).dictionary_encode()
+    assert PREFILTER.mask(blobs).tolist() == expected
+    views, strings = PREFILTER.masks([pa.array(texts, pa.string_view()), pa.array(texts[::-1])])
+    assert (views.tolist(), strings.tolist()) == (expected, expected[::-1])
