@@ -49,7 +49,7 @@ class ShardRef:
             if self.filesystem is None:
                 try:
                     # Native reads: through a Python file object, every read of a column chunk is a
-                    # Python call and an extra copy, which doubled the time to read a row group.
+                    # Python call (holding the GIL) and an extra copy.
                     return pa.OSFile(self.path)
                 except OSError:
                     return open(self.path, "rb")  # the OS's own error (or a file only Python opens)
