@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -25,27 +26,39 @@ TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]
 TOKEN_START = r"(?:^|" + TOKEN_BOUNDARY + ")"
 
 
-def _uses_cell_context(pattern: str) -> bool:
-    """Whether ``pattern`` has syntax whose meaning depends on where a cell starts or ends.
+def _hyperscan_exact(pattern: str) -> bool:
+    """Whether Hyperscan, scanning a whole data buffer bytewise, matches what RE2 matches cell by cell.
 
-    Hyperscan scans a whole array's data buffer, where a cell's neighbours are its context, so
-    such a pattern runs in RE2 (anchors, word boundaries and lookbehinds outside a class).
+    Hyperscan runs without UTF-8 mode (binary columns and damaged text are not valid UTF-8), so an
+    extra pattern qualifies only if every atom means the same on bytes: literal characters
+    (non-ASCII ones are their UTF-8 bytes in both), escaped punctuation, ``\\d``/``\\s``/``\\w``,
+    ``\\n``-style escapes, ``\\xNN`` below 0x80, and classes of ASCII characters that are not
+    negated (a negated class matches a whole code point in RE2 but one byte here). Anything else
+    (``.``, ``\\p``, ``\\x{...}``, inline flags such as case folding) and syntax whose meaning
+    depends on where a cell starts or ends (anchors, word boundaries, lookbehinds: in the buffer,
+    a cell's neighbours are its context) sends the prefilter to RE2. (The keyword literals and
+    the token-start expression are built here and hold by construction.)
     """
     escaped = in_class = False
     for i, char in enumerate(pattern):
+        if not char.isascii() and in_class:
+            return False
         if escaped:
             escaped = False
-            if not in_class and char in "bBAzZ":
-                return True
+            if char.isalnum() and char not in "dswnrtfv":
+                if char != "x" or not re.fullmatch(r"[0-7][0-9A-Fa-f]", pattern[i + 1 : i + 3]):
+                    return False
         elif char == "\\":
             escaped = True
         elif in_class:
             in_class = char != "]" or pattern[i - 1] == "["
         elif char == "[":
+            if pattern.startswith("[^", i):
+                return False
             in_class = True
-        elif char in "^$" or pattern.startswith("(?<", i):
-            return True
-    return False
+        elif char in "^$." or (pattern.startswith("(?", i) and not pattern.startswith("(?:", i)):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +94,7 @@ class Prefilter:
         if not parts:
             return cls(pattern="")
         expressions = tuple(plain + ([f"(?:{TOKEN_BOUNDARY}){tokens}"] if tokens else []) + extras)
-        if any(_uses_cell_context(e) for e in extras):
+        if not all(_hyperscan_exact(e) for e in extras):
             expressions = ()
         longest = max((len(k.encode("utf-8")) for k in anchored), default=0)
         return cls("|".join(parts), expressions, "^" + tokens if tokens else "", longest)

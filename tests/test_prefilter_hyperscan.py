@@ -116,12 +116,27 @@ def test_dense_matches_are_finished_by_re2(monkeypatch):
     assert PREFILTER.mask(values).tolist() == [bool(i % 3) for i in range(200)]
 
 
-def test_a_pattern_that_needs_cell_boundaries_runs_in_re2():
-    anchored = Prefilter.from_keywords(["needle"], extra_patterns=[r"^start", r"[^a]x"])
-    assert anchored.expressions == ()
-    assert anchored.mask(pa.array(["start here", "a start", "the needle"])).tolist() == [True, False, True]
-    class_only = Prefilter.from_keywords(["needle"], extra_patterns=[r"[^a]x\^"])
-    assert class_only.expressions != ()
+@pytest.mark.parametrize(
+    "extra", [r"^start", r"end$", r"\bword", r"(?<=x)y", r"a.b", r"[^a]x", r"[é]x", r"\x{e9}", r"\p{Lu}", r"(?i)abc", r"\D"]
+)
+def test_an_extra_pattern_whose_meaning_differs_on_bytes_or_at_cell_boundaries_runs_in_re2(extra):
+    assert Prefilter.from_keywords(["needle"], extra_patterns=[extra]).expressions == ()
+
+
+@pytest.mark.parametrize("extra", [r"[ab]x\^", r"%2[Dd]", r"\\u005[fF]", r"a\.b", r"\x41\d"])
+def test_an_extra_pattern_that_means_the_same_on_bytes_runs_in_hyperscan(extra):
+    assert Prefilter.from_keywords(["needle"], extra_patterns=[extra]).expressions != ()
+
+
+def test_a_non_ascii_keyword_selects_the_same_cells_in_both_matchers(monkeypatch):
+    """A keyword's non-ASCII letters are its UTF-8 bytes to Hyperscan, as they are to RE2."""
+    prefilter = Prefilter.from_keywords(["clé_privée"], extra_patterns=[], token_keywords=["clé_privée"])
+    assert prefilter.expressions != ()
+    texts = ["clé_privée=1", "laclé_privée", " clé_privée", "cle_privee", "é clé_privée", None, "xclé_privéex"]
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
+    fast = prefilter.mask(pa.array(texts)).tolist()
+    monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
+    assert fast == prefilter.mask(pa.array(texts)).tolist() == [True, False, True, False, True, False, False]
 
 
 def test_compiled_databases_are_cached_on_disk_and_a_damaged_file_is_compiled_again(tmp_path, monkeypatch):
