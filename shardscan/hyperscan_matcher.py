@@ -34,7 +34,7 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
     hyperscan = None
 
 MATCHER_ENV = "SHARDSCAN_MATCHER"
-_CACHE_FORMAT = b"shardscan-hyperscan-2\n"
+_CACHE_FORMAT = b"shardscan-hyperscan-3\n"
 # Per process, by (expressions, flags, partial); ``None`` records a pattern set Hyperscan refused.
 _DATABASES: dict[tuple, Compiled | None] = {}
 
@@ -56,26 +56,30 @@ def enabled() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
-    """A compiled database and the indexes of the expressions it holds (Hyperscan refuses some)."""
+    """A compiled database and the ids of the expressions it holds (Hyperscan refuses some)."""
 
     db: Any
     ids: tuple[int, ...]
 
 
-def database(expressions: Sequence[str], flags: int = 0, *, partial: bool = False) -> Compiled | None:
+def database(
+    expressions: Sequence[str], flags: int = 0, *, partial: bool = False, ids: Sequence[int] | None = None
+) -> Compiled | None:
     """The compiled block-mode database of ``expressions`` (each with ``flags``), or ``None``.
 
+    A match reports its expression's id: ``ids[i]`` for ``expressions[i]`` (default: ``i``).
     ``None`` when Hyperscan is not enabled, or when it refuses a pattern and ``partial`` is false;
     the caller then uses RE2. With ``partial``, refused patterns are left out (see
     :attr:`Compiled.ids`) and the caller runs them in RE2.
     """
     if not enabled() or not expressions:
         return None
-    memo = (tuple(expressions), flags, partial)
+    ids = tuple(ids) if ids is not None else tuple(range(len(expressions)))
+    memo = (tuple(expressions), flags, partial, ids)
     if memo not in _DATABASES:
-        key = _key(expressions, flags, partial)
+        key = _key(expressions, flags, partial, ids)
         loaded = _load(key)
-        _DATABASES[memo] = loaded if loaded is not None else _compile(key, expressions, flags, partial)
+        _DATABASES[memo] = loaded if loaded is not None else _compile(key, expressions, ids, flags, partial)
     return _DATABASES[memo]
 
 
@@ -147,9 +151,11 @@ def ids_per_cell(compiled: Compiled, offsets: Sequence[int], data: memoryview) -
 # ---- compiling and caching --------------------------------------------------------------
 
 
-def _key(expressions: Sequence[str], flags: int, partial: bool) -> str:
+def _key(expressions: Sequence[str], flags: int, partial: bool, ids: Sequence[int]) -> str:
     digest = hashlib.sha256(_CACHE_FORMAT)
-    for part in (getattr(hyperscan, "__version__", "?"), platform.machine(), platform.system(), str(flags), str(partial)):
+    settings = (getattr(hyperscan, "__version__", "?"), platform.machine(), platform.system(), str(flags), str(partial),
+                ",".join(map(str, ids)))
+    for part in settings:
         digest.update(part.encode() + b"\0")
     for expression in expressions:
         digest.update(expression.encode("utf-8") + b"\0")
@@ -164,26 +170,25 @@ def _cache_path(key: str) -> Path:
 
 def _build(expressions: Sequence[str], ids: Sequence[int], flags: int) -> Any:
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(
-        expressions=[expressions[i].encode("utf-8") for i in ids], ids=list(ids), elements=len(ids), flags=flags
-    )
+    db.compile(expressions=[e.encode("utf-8") for e in expressions], ids=list(ids), elements=len(ids), flags=flags)
     return db
 
 
-def _compile(key: str, expressions: Sequence[str], flags: int, partial: bool) -> Compiled | None:
-    ids: list[int] = list(range(len(expressions)))
+def _compile(key: str, expressions: Sequence[str], ids: Sequence[int], flags: int, partial: bool) -> Compiled | None:
+    kept = list(range(len(expressions)))
     if partial:
         # Hyperscan does not say which pattern it refused, and refusing one can take it longer
         # than compiling all the others: probe each on its own (once; the result is cached).
-        ids = [i for i in ids if _compiles(expressions[i], flags)]
-        if not ids:
+        kept = [i for i in kept if _compiles(expressions[i], flags)]
+        if not kept:
             return None
     try:
-        db = _build(expressions, ids, flags)
+        db = _build([expressions[i] for i in kept], [ids[i] for i in kept], flags)
     except hyperscan.error:
         return None  # a pattern Hyperscan cannot compile: RE2 runs them all
-    _store(key, ",".join(map(str, ids)).encode() + b"\n" + hyperscan.dumpb(db))
-    return Compiled(db, tuple(ids))
+    included = tuple(ids[i] for i in kept)
+    _store(key, ",".join(map(str, included)).encode() + b"\n" + hyperscan.dumpb(db))
+    return Compiled(db, included)
 
 
 def _compiles(expression: str, flags: int) -> bool:

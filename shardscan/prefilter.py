@@ -272,19 +272,31 @@ class RuleGate:
         offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[: len(array) + 1].tolist()
         data = array.buffers()[2]
         found = hyperscan_matcher.ids_per_cell(compiled, offsets, memoryview(data if data is not None else b""))
-        # Hyperscan ids are positions among the gated rules; the patterns it refused run in RE2.
-        gated = [i for i, g in enumerate(self.gates) if g is not None]
-        for position in sorted(set(range(len(gated))) - set(compiled.ids)):
-            for text_index in np.flatnonzero(Prefilter._re2(array, self.gates[gated[position]])):
-                found[int(text_index)].add(position)
+        # Hyperscan ids are rule indexes; the gates it refused or was not given run in RE2.
+        for rule in sorted(set(self._gated()) - set(compiled.ids)):
+            for text_index in np.flatnonzero(Prefilter._re2(array, self.gates[rule])):
+                found[int(text_index)].add(rule)
         always = tuple(i for i, g in enumerate(self.gates) if g is None)
-        return [tuple(sorted(always + tuple(gated[p] for p in ids))) for ids in found]
+        return [tuple(sorted(always + tuple(ids))) for ids in found]
+
+    def _gated(self) -> dict[int, str]:
+        """Each gate, by the index of its rule."""
+        return {i: g for i, g in enumerate(self.gates) if g is not None}
 
     def _compiled(self) -> hyperscan_matcher.Compiled | None:
+        """The Hyperscan database of the gates, its ids the rule indexes (None: RE2 runs them all).
+
+        Gates that fold case stay in RE2, which folds by Unicode rules (``ſ`` matches ``s``):
+        Hyperscan's folding may differ, and a gate must never drop a rule that RE2 would keep.
+        """
         if not self.union:
             return None
-        patterns = [g for g in self.gates if g is not None]
-        return hyperscan_matcher.database(patterns, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True)
+        eligible = {i: g for i, g in self._gated().items() if "(?i" not in g}
+        if not eligible:
+            return None
+        return hyperscan_matcher.database(
+            list(eligible.values()), hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=list(eligible)
+        )
 
     def _rules_for_re2(self, array: pa.Array) -> list[tuple[int, ...]]:
         always = tuple(i for i, g in enumerate(self.gates) if g is None)

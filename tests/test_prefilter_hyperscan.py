@@ -12,7 +12,7 @@ import pytest
 
 from shardscan import hyperscan_matcher
 from shardscan.engine import Scanner
-from shardscan.prefilter import Prefilter
+from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.ruleset import load_ruleset
 from tests.conftest import near_misses
 
@@ -196,3 +196,17 @@ def test_string_views_and_binary_dictionaries_are_selected_like_strings():
     assert PREFILTER.mask(blobs).tolist() == expected
     views, strings = PREFILTER.masks([pa.array(texts, pa.string_view()), pa.array(texts[::-1])])
     assert (views.tolist(), strings.tolist()) == (expected, expected[::-1])
+
+
+def test_a_gate_that_folds_case_runs_in_re2_and_keeps_unicode_folding(monkeypatch):
+    """RE2 folds ``ſ`` (long s) to ``s``: such a gate stays in RE2, so the rule is not dropped."""
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
+    gate = RuleGate.from_patterns(["(?i)secret", "abc", None])
+    compiled = gate._compiled()
+    if compiled is not None:
+        assert compiled.ids == (1,)
+    texts = ["ſecret here", "SECRET abc", "nothing", "xabcx"]
+    expected = [(0, 2), (0, 1, 2), (2,), (1, 2)]
+    assert gate.rules_for(texts) == expected
+    monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
+    assert gate.rules_for(texts) == expected
