@@ -135,16 +135,13 @@ def ids_per_cell(compiled: Compiled, offsets: Sequence[int], data: memoryview) -
     For a handful of cells, such as the prefilter's candidates; compile with
     ``HS_FLAG_SINGLEMATCH`` so that a pattern reports once per cell.
     """
-    found: set[int] = set()
-
-    def note(expression_id: int, _start: int, _to: int, _flags: int, _context: object) -> None:
+    def note(expression_id: int, _start: int, _to: int, _flags: int, found: set[int]) -> None:
         found.add(expression_id)
 
     out: list[set[int]] = []
     for cell in range(len(offsets) - 1):
-        found = set()
-        compiled.db.scan(data[offsets[cell] : offsets[cell + 1]], match_event_handler=note)
-        out.append(found)
+        out.append(set())
+        compiled.db.scan(data[offsets[cell] : offsets[cell + 1]], match_event_handler=note, context=out[-1])
     return out
 
 

@@ -117,8 +117,12 @@ class Prefilter:
         if not self.pattern:
             return [np.zeros(len(a), dtype=bool) for a in arrays]
         targets = [values.dictionary if pa.types.is_dictionary(values.type) else values for values in arrays]
-        if hyperscan_matcher.database(self.expressions) is not None:
-            flat = [self._match(t) for t in targets]
+        compiled = hyperscan_matcher.database(self.expressions)
+        if compiled is not None:
+            # Strings and binaries of either offset width are scanned as they are; other types
+            # (string views) as large strings, a copy.
+            targets = [t if _offsets_of(t) is not None else _widen(t) for t in targets]
+            flat = [self._match(t, compiled) for t in targets]
             for hits, starts in zip(flat, self._token_starts(targets), strict=True):
                 hits |= starts
         else:
@@ -153,14 +157,10 @@ class Prefilter:
         return [h if h is not None else self._re2(t, self.pattern) if len(t) else np.zeros(0, dtype=bool)
                 for t, h in zip(targets, flat, strict=True)]
 
-    def _match(self, values: pa.Array) -> np.ndarray:
-        """Mask of a string or binary array, with Hyperscan where it is available."""
-        compiled = hyperscan_matcher.database(self.expressions)
+    def _match(self, values: pa.Array, compiled: hyperscan_matcher.Compiled) -> np.ndarray:
+        """Hyperscan's mask of a string or binary array (RE2's for an array of another type)."""
         offsets = _offsets_of(values)
-        if offsets is None and len(values):  # e.g. string_view: as large_string (a copy)
-            values = _widen(values)
-            offsets = _offsets_of(values)
-        if compiled is None or offsets is None:
+        if offsets is None:
             return self._re2(values, self.pattern) if len(values) else np.zeros(0, dtype=bool)
         data = values.buffers()[2]
         mask, scanned = hyperscan_matcher.first_match_cells(
@@ -173,19 +173,17 @@ class Prefilter:
         return mask
 
     def _token_starts(self, targets: list[pa.Array]) -> list[np.ndarray]:
-        """Masks of the cells that begin with a token keyword (``start_pattern``).
+        """Masks of the cells of string or binary arrays that begin with a token keyword (``start_pattern``).
 
         One RE2 call for all the arrays, on their first bytes only: a call per array would
-        compile the pattern once per leaf, which costs more than the matching. (An array of a
-        type that does not widen to a string or binary array was matched by RE2 whole, anchors
-        included: it needs no separate pass.)
+        compile the pattern once per leaf, which costs more than the matching. (An array of
+        another type was matched by RE2 whole, anchors included: it needs no separate pass.)
         """
         out = [np.zeros(len(t), dtype=bool) for t in targets]
-        widened = [_widen(t) for t in targets]
-        eligible = [i for i, t in enumerate(widened) if len(t) and _offsets_of(t) is not None]
+        eligible = [i for i, t in enumerate(targets) if len(t) and _offsets_of(t) is not None]
         if not self.start_pattern or not eligible:
             return out
-        heads = [pc.binary_slice(_as_binary(widened[i]), 0, self.start_bytes).cast(pa.large_binary()) for i in eligible]
+        heads = [pc.binary_slice(_as_binary(targets[i]), 0, self.start_bytes).cast(pa.large_binary()) for i in eligible]
         hits = self._re2(pa.concat_arrays(heads), self.start_pattern)
         at = 0
         for i in eligible:
