@@ -163,16 +163,6 @@ def entry_text(entry: dict) -> str:
     return ", ".join(parts)
 
 
-def human_bytes(n: int) -> str:
-    """``665.6 KB`` style sizes."""
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1024 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 def sorted_by_kind(findings: tuple[Finding, ...]) -> dict[str, list[Finding]]:
     """Findings grouped by credential kind (kinds sorted), each group in report order."""
     groups: dict[str, list[Finding]] = {}

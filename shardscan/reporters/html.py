@@ -18,11 +18,11 @@ from shardscan.reporters._common import (
     VERDICTS,
     entry_text,
     gate_why,
-    human_bytes,
     issue_where,
     shard_rows,
     summary_numbers,
 )
+from shardscan.sizes import format_size
 
 VERDICT_COLOR = {
     "valid": "#b91c1c",
@@ -381,7 +381,7 @@ def render(report: Report, _options: object = None) -> str:
     why = "".join(f"<li>{e(line)}</li>" for line in gate_why(report))
     cards = [
         ("shards", s.shards, False), ("rows", f"{s.rows:,}", False), ("string cells", f"{s.cells:,}", False),
-        ("bytes", human_bytes(s.bytes), False), ("findings", n["findings"], False),
+        ("bytes", format_size(s.bytes), False), ("findings", n["findings"], False),
         ("blocking", n["blocking"], n["blocking"] > 0), ("allowlisted", n["allowlisted"], False),
         ("errors", n["errors"], n["errors"] > 0),
     ]

@@ -9,12 +9,12 @@ from shardscan.reporters._common import (
     VERDICTS,
     entry_text,
     gate_why,
-    human_bytes,
     issue_where,
     shard_rows,
     sorted_by_kind,
     summary_numbers,
 )
+from shardscan.sizes import format_size
 
 # Characters that would change Markdown structure inside a table cell or a list item, or inject
 # HTML/links from scanned data (column paths and contexts come from the dataset, which is hostile).
@@ -50,7 +50,7 @@ def render(report: Report, _options: object = None) -> str:
         ["scanned", "count"],
         [
             ["shards", s.shards], ["row groups", s.row_groups], ["rows", f"{s.rows:,}"],
-            ["string cells", f"{s.cells:,}"], ["bytes", human_bytes(s.bytes)], ["findings", n["findings"]],
+            ["string cells", f"{s.cells:,}"], ["bytes", format_size(s.bytes)], ["findings", n["findings"]],
             ["blocking", n["blocking"]], ["allowlisted", n["allowlisted"]], ["errors", n["errors"]],
         ],
         ["l", "r"],

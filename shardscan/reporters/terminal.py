@@ -14,12 +14,12 @@ from shardscan.reporters._common import (
     decision_line,
     entry_text,
     gate_why,
-    human_bytes,
     issue_where,
     shard_rows,
     sorted_by_kind,
     summary_numbers,
 )
+from shardscan.sizes import format_size
 
 _VERDICT_STYLE = {
     "valid": "bold red",
@@ -89,7 +89,7 @@ def _header(console: Console, report: Report) -> None:
     )
     console.print(
         _t(f"scanned {s.shards} shard(s), {s.row_groups} row group(s), {s.rows:,} rows, {s.cells:,} string cells, "
-           f"{human_bytes(s.bytes)} in {s.seconds:.2f}s")
+           f"{format_size(s.bytes)} in {s.seconds:.2f}s")
     )
     by_verdict = ", ".join(f"{c} {v}" for v, c in n["by_verdict"].items() if c) or "none"
     console.print(
@@ -115,7 +115,7 @@ def _shards(console: Console, report: Report, table_box: box.Box) -> None:
     for r in shown:
         by_verdict = Text(", ").join(_t(f"{n} {v}", _VERDICT_STYLE[v]) for v, n in r.by_verdict.items() if n)
         table.add_row(
-            _t(r.shard, "bold red" if r.failed else ""), _t(f"{r.rows:,}"), _t(f"{r.cells:,}"), _t(human_bytes(r.bytes)),
+            _t(r.shard, "bold red" if r.failed else ""), _t(f"{r.rows:,}"), _t(f"{r.cells:,}"), _t(format_size(r.bytes)),
             _t(r.findings), by_verdict, _t(r.blocking or "", "bold red"), _t(len(r.issues) or "", "bold yellow"),
         )
     console.print(table)
