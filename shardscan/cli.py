@@ -31,7 +31,7 @@ try:
     from shardscan import __version__
     from shardscan.cache import CACHE_DIR_NAME
     from shardscan.decoders import DecodeLimits
-    from shardscan.engine import ScanOptions
+    from shardscan.engine import DEFAULT_MEMORY_BUDGET, ScanOptions
     from shardscan.errors import ConfigError
     from shardscan.policy import EXIT_USAGE, Policy
     from shardscan.report import Report
@@ -39,6 +39,7 @@ try:
     from shardscan.reporters._common import decision_line
     from shardscan.reporters import write as write_report
     from shardscan.ruleset import Ruleset, load_ruleset
+    from shardscan.sizes import format_size, parse_size
 finally:
     if _collecting:
         gc.freeze()
@@ -107,7 +108,7 @@ MemoryOpt = Annotated[
         "cannot fit is not read and is reported as a limit hit (exit 3).",
     ),
 ]
-DEFAULT_MEMORY = "2GB"
+DEFAULT_MEMORY = format_size(DEFAULT_MEMORY_BUDGET)
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Read every shard; neither use nor update the result cache.")]
 CacheDirOpt = Annotated[
     Path | None,
@@ -148,8 +149,6 @@ def _parse_now(value: str | None) -> datetime:
 
 def _memory_budget(value: str) -> int:
     """--memory-budget in bytes, checked."""
-    from shardscan.sizes import parse_size
-
     try:
         budget = parse_size(value)
     except ValueError as err:
