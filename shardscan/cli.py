@@ -92,7 +92,7 @@ SkipOpt = Annotated[bool, typer.Option("--skip-unreadable", help="Unreadable sha
 TimeoutOpt = Annotated[float, typer.Option("--regex-timeout", help="Seconds a rule may spend on one cell.")]
 JobsOpt = Annotated[
     int | None,
-    typer.Option("--jobs", "-j", help="Worker processes over (shard, row group) work items (default: all cores). Output is identical for any value."),
+    typer.Option("--jobs", "-j", help="Worker processes (one core each) over (shard, row group) work items (default: all cores). Output is identical for any value."),
 ]
 StatsOpt = Annotated[bool, typer.Option("--stats", help="Print where the time went (read, prefilter, gate, decode, match, verify) to standard error.")]
 DepthOpt = Annotated[int, typer.Option("--max-decode-depth", help="Nested decoding depth (0 disables decoding).")]

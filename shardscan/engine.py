@@ -67,6 +67,10 @@ class ScanOptions:
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     # Worker processes sharing ``memory_budget`` (set by the executor; does not change results).
     workers: int = 1
+    # Whether pyarrow may decode a row group's columns on its own thread pool. The executor turns
+    # it off when every requested core already runs a worker (``--jobs 1`` means one core), and
+    # leaves it on when there are fewer work items than requested cores (does not change results).
+    read_threads: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,12 +165,14 @@ class Scanner:
         batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta)
         return self.scan_batch(batch, shard, timer)
 
-    def for_workers(self, workers: int) -> Scanner:
-        """This scanner for one of ``workers`` processes sharing the memory budget (same results)."""
-        if workers == self.options.workers:
+    def for_workers(self, workers: int, *, read_threads: bool = False) -> Scanner:
+        """This scanner for one of ``workers`` processes sharing the memory budget, reading with
+        pyarrow's thread pool only if ``read_threads`` (same results)."""
+        workers = max(1, workers)
+        if (workers, read_threads) == (self.options.workers, self.options.read_threads):
             return self
         clone = copy.copy(self)
-        clone.options = replace(self.options, workers=max(1, workers))
+        clone.options = replace(self.options, workers=workers, read_threads=read_threads)
         return clone
 
     def slice_bytes(self) -> int:
@@ -208,7 +214,8 @@ class Scanner:
         issues: list[ScanIssue] = []
         stats = ScanStats()
         t = time.perf_counter()
-        slices = iter_row_group_slices(shard, parquet, index, row_group_offsets(parquet)[index], self.slice_bytes())
+        slices = iter_row_group_slices(shard, parquet, index, row_group_offsets(parquet)[index], self.slice_bytes(),
+                                       threads=self.options.read_threads)
         read = 0
         try:
             while (batch := next(slices, None)) is not None:

@@ -245,8 +245,11 @@ def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterato
     If a worker process dies (killed for memory, or a crash inside a native library), the items
     it had not finished are reported unreadable rather than silently dropped.
     """
-    jobs = max(1, min(jobs, len(items)))
-    scanner = scanner.for_workers(jobs)  # the workers share the memory budget
+    requested = max(1, jobs)
+    jobs = min(requested, max(1, len(items)))
+    # The workers share the memory budget. Each is one core: pyarrow's thread pool may only use
+    # requested cores left without a worker (``--jobs 1`` is one core, like ``make -j1``).
+    scanner = scanner.for_workers(jobs, read_threads=requested > jobs)
     if jobs == 1:
         footers = FooterCache()
         for item in items:

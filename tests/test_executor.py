@@ -130,6 +130,30 @@ def test_library_scan_is_identical_for_any_jobs(tmp_path, ruleset, options):
     assert reports[0].decision.exit_code == 3
 
 
+def test_jobs_is_the_number_of_cores_a_scan_reads_with(tmp_path, ruleset, options, monkeypatch):
+    """--jobs 1 decodes Parquet on one thread; pyarrow's pool only gets requested cores no worker uses."""
+    import pyarrow.parquet as pq_module
+
+    data = tmp_path / "data"
+    _corpus(data)
+    seen: list[bool] = []
+    original = pq_module.ParquetFile.read_row_group
+
+    def spy(self, i, columns=None, use_threads=True, **kwargs):
+        seen.append(use_threads)
+        return original(self, i, columns=columns, use_threads=use_threads, **kwargs)
+
+    monkeypatch.setattr(pq_module.ParquetFile, "read_row_group", spy)
+    [shard, *_] = sorted(discover([str(data)])[0], key=lambda s: s.display)
+    items = [item for item in plan_shard(shard).items if item.row_group >= 0]
+    assert len(items) >= 2
+    list(run_items(Scanner(ruleset, options), items, jobs=1))
+    assert seen and not any(seen)
+    seen.clear()
+    list(run_items(Scanner(ruleset, options), items[:1], jobs=4))  # one item, four cores asked for
+    assert seen == [True]
+
+
 def test_work_items_are_picklable_plain_values(tmp_path):
     import pickle
 

@@ -59,13 +59,16 @@ def row_group_offsets(parquet: pq.ParquetFile) -> list[int]:
     return offsets
 
 
-def read_row_group(shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int) -> RowGroupBatch:
-    """Read and flatten one row group; raise ShardReadError naming the row group on failure."""
+def read_row_group(
+    shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int, *, threads: bool = True
+) -> RowGroupBatch:
+    """Read and flatten one row group (columns decoded in parallel if ``threads``); raise
+    ShardReadError naming the row group on failure."""
     try:
         columns = string_columns(parquet)
         if columns is not None and not columns:  # nothing can hold text: only the row count is needed
             return RowGroupBatch(index, row_offset, parquet.metadata.row_group(index).num_rows, ())
-        table = parquet.read_row_group(index, columns=columns)
+        table = parquet.read_row_group(index, columns=columns, use_threads=threads)
     except Exception as exc:
         raise _unreadable(shard, index, exc) from None
     return batch_from_table(table, index, row_offset)
@@ -91,13 +94,14 @@ def string_bytes(parquet: pq.ParquetFile, index: int) -> int:
 
 
 def iter_row_group_slices(
-    shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int, slice_bytes: int
+    shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int, slice_bytes: int, *, threads: bool = True
 ) -> Iterator[RowGroupBatch]:
     """Read one row group as batches of whole rows holding about ``slice_bytes`` of strings each.
 
     The rows per slice come from the footer (the row group's string bytes / its rows), so memory
     follows the slice, not the row group. Each batch carries the row group's ``index`` and its
-    own ``row_offset`` (rows keep their shard-level numbers). Raises ShardReadError naming the
+    own ``row_offset`` (rows keep their shard-level numbers); ``threads`` lets pyarrow decode
+    columns in parallel. Raises ShardReadError naming the
     row group when a slice cannot be read (slices read before it have been yielded).
     """
     try:
@@ -108,10 +112,11 @@ def iter_row_group_slices(
         raise _unreadable(shard, index, exc) from None
     rows = max(1, min(num_rows, int(slice_bytes // per_row) if per_row else num_rows))
     if rows >= num_rows or columns == []:  # one slice, or no text at all: the plain row-group read
-        yield read_row_group(shard, parquet, index, row_offset)
+        yield read_row_group(shard, parquet, index, row_offset, threads=threads)
         return
     try:
-        batches = parquet.iter_batches(batch_size=rows, row_groups=[index], columns=columns, use_pandas_metadata=False)
+        batches = parquet.iter_batches(batch_size=rows, row_groups=[index], columns=columns, use_pandas_metadata=False,
+                                       use_threads=threads)
     except Exception as exc:
         raise _unreadable(shard, index, exc) from None
     start = 0
