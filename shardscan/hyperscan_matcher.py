@@ -43,10 +43,11 @@ UNICODE_SINGLE_MATCH = (
     hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP | hyperscan.HS_FLAG_SINGLEMATCH if hyperscan is not None else 0
 )
 
-# When a scan keeps stopping at new cells (most cells match), finishing the array with RE2 is
-# cheaper than one Hyperscan call per cell; see :func:`first_match_cells`.
+# When most cells match, finishing the array with RE2 is cheaper than Python per cell; and a
+# cell matching over and over is left after this many matches; see :func:`first_match_cells`.
 DENSE_AFTER_HITS = 1024
 DENSE_SHARE = 8
+REPEATS_PER_CELL = 8
 
 
 def enabled() -> bool:
@@ -84,18 +85,19 @@ def database(
 
 
 def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:
-    """Cells of a string array that hold a match, scanning its data buffer in one stream of calls.
+    """Cells of a string array that hold a match, scanning its data buffer in as few calls as possible.
 
-    ``offsets`` are the array's ``len + 1`` value offsets into ``data``. Each call scans from the
-    start of the next unselected cell and stops at its first match; the cell that match ends in is
-    selected and the scan resumes at the next cell. A match that starts in the previous cell's
-    bytes selects the later cell too: the prefilter is a superset filter, and such a cell is then
-    scanned exactly. Patterns must not rely on ``^``: a cell reached without a stop is not the
-    start of a scan.
+    ``offsets`` are the array's ``len + 1`` value offsets into ``data``. One call scans the whole
+    buffer; each match selects the cell its last byte lies in. Further matches inside a selected
+    cell cost a Python callback each, so after :data:`REPEATS_PER_CELL` of them the call stops and
+    the scan resumes at the next cell (a cell holding a keyword a million times costs a few
+    callbacks, not a million). A match that starts in the previous cell's bytes selects the later
+    cell too: the prefilter is a superset filter, and such a cell is then scanned exactly.
+    Patterns must not rely on ``^``: a cell is not the start of a scan.
 
     Returns the mask and the index of the first cell left unscanned (``len(offsets) - 1`` when
     the whole array was scanned). The scan gives up early when matches are dense (most cells
-    selected), where one RE2 pass over the rest costs less than a call per cell.
+    selected), where one RE2 pass over the rest costs less than Python per cell.
     """
     cells = len(offsets) - 1
     mask = np.zeros(cells, dtype=bool)
@@ -104,28 +106,40 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
     end = int(offsets[-1])
     position = int(offsets[0])
     hits = 0
-    stops: list[int] = []
+    cell_start = cell_end = -1  # byte range of the cell selected last
+    repeats = 0
+    resume = -1  # where the scan continues after a stopped call (-1: the call reached the end)
+    unscanned = -1  # first cell left to RE2 after a dense stop
 
-    def stop(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
-        stops.append(to)
-        return True  # stop: the rest of this cell cannot change its selection
-
-    while position < end:
-        stops.clear()
-        try:
-            db.scan(data[position:end], match_event_handler=stop)
-        except hyperscan.ScanTerminated:
-            pass
-        if not stops:
-            break
-        # The match ends at byte ``position + to``; its last byte lies in the cell whose offsets enclose it.
-        last_byte = position + stops[0] - 1
+    def on_match(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
+        nonlocal hits, cell_start, cell_end, repeats, resume, unscanned
+        last_byte = position + to - 1  # the match's last byte, as an offset into ``data``
+        if cell_start <= last_byte < cell_end:
+            repeats += 1
+            if repeats < REPEATS_PER_CELL:
+                return False
+            resume = cell_end  # stop: the rest of this cell cannot change its selection
+            return True
         cell = int(np.searchsorted(offsets, last_byte, side="right")) - 1
         mask[cell] = True
         hits += 1
-        position = int(offsets[cell + 1])
+        cell_start, cell_end, repeats = int(offsets[cell]), int(offsets[cell + 1]), 0
         if hits >= DENSE_AFTER_HITS and hits * DENSE_SHARE > cell + 1:
-            return mask, cell + 1
+            unscanned = cell + 1
+            return True
+        return False
+
+    while position < end:
+        resume = -1
+        try:
+            db.scan(data[position:end], match_event_handler=on_match)
+        except hyperscan.ScanTerminated:
+            pass
+        if unscanned >= 0:
+            return mask, unscanned
+        if resume < 0:
+            break
+        position = resume
     return mask, cells
 
 
