@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from shardscan import arrow_compute as compute
 from shardscan import decoders
 from shardscan.decoders import DecodeLimits
 from shardscan.detect import RegexTimeout, detect
@@ -536,11 +536,10 @@ def _as_text(value: object) -> str:
 
 def _byte_count(values: pa.Array) -> int:
     if pa.types.is_dictionary(values.type):
-        lengths = pc.binary_length(values.dictionary).to_numpy(zero_copy_only=False)
+        lengths = compute.binary_length(values.dictionary).to_numpy(zero_copy_only=False)
         lengths = np.nan_to_num(lengths.astype(float))
         indices = values.indices.to_numpy(zero_copy_only=False)
-        valid = values.is_valid().to_numpy(zero_copy_only=False)
+        valid = compute.is_valid(values).to_numpy(zero_copy_only=False)
         return int(lengths[indices[valid].astype(np.int64)].sum())
-    total = pc.sum(pc.binary_length(values)).as_py()
-    return int(total or 0)
+    return int(compute.total(compute.binary_length(values)).as_py() or 0)
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from shardscan import arrow_compute as compute
 from shardscan import hyperscan_matcher
 
 
@@ -132,7 +132,7 @@ class Prefilter:
             if pa.types.is_dictionary(values.type):
                 # Each distinct value was matched once; spread the answer through the indices.
                 indices = values.indices.to_numpy(zero_copy_only=False)
-                valid = values.is_valid().to_numpy(zero_copy_only=False)
+                valid = compute.is_valid(values).to_numpy(zero_copy_only=False)
                 spread = np.zeros(len(values), dtype=bool)
                 spread[valid] = hits[indices[valid].astype(np.int64)]
                 hits = spread
@@ -169,7 +169,7 @@ class Prefilter:
         if scanned < len(values):  # dense matches: RE2 finishes the array
             mask[scanned:] = self._re2(values.slice(scanned), self.pattern)
         if values.null_count:
-            mask &= values.is_valid().to_numpy(zero_copy_only=False)
+            mask &= compute.is_valid(values).to_numpy(zero_copy_only=False)
         return mask
 
     def _token_starts(self, targets: list[pa.Array]) -> list[np.ndarray]:
@@ -183,7 +183,8 @@ class Prefilter:
         eligible = [i for i, t in enumerate(targets) if len(t) and _offsets_of(t) is not None]
         if not self.start_pattern or not eligible:
             return out
-        heads = [pc.binary_slice(_as_binary(targets[i]), 0, self.start_bytes).cast(pa.large_binary()) for i in eligible]
+        heads = [compute.cast(compute.binary_slice(_as_binary(targets[i]), 0, self.start_bytes), pa.large_binary())
+                 for i in eligible]
         hits = self._re2(pa.concat_arrays(heads), self.start_pattern)
         at = 0
         for i in eligible:
@@ -193,8 +194,8 @@ class Prefilter:
 
     @staticmethod
     def _re2(values: pa.Array, pattern: str) -> np.ndarray:
-        matched = pc.match_substring_regex(values, pattern)
-        return pc.fill_null(matched, False).to_numpy(zero_copy_only=False)
+        matched = compute.match_substring_regex(values, pattern)
+        return compute.fill_null(matched, False).to_numpy(zero_copy_only=False)
 
 
 def _offsets_of(values: pa.Array) -> np.ndarray | None:
@@ -223,9 +224,9 @@ def _widen(values: pa.Array) -> pa.Array:
     kind = values.type
     try:
         if pa.types.is_string(kind) or pa.types.is_large_string(kind) or str(kind) == "string_view":
-            return values.cast(pa.large_string())
+            return compute.cast(values, pa.large_string())
         if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or str(kind) == "binary_view":
-            return values.cast(pa.large_binary())
+            return compute.cast(values, pa.large_binary())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
     return values
@@ -302,7 +303,7 @@ class RuleGate:
         out: list[tuple[int, ...]] = [always] * len(array)
         if len(hit) == 0:
             return out
-        sub = array.take(pa.array(hit))
+        sub = compute.take(array, hit)
         per_rule = {i: Prefilter._re2(sub, g) for i, g in enumerate(self.gates) if g is not None}
         for row, text_index in enumerate(hit):
             out[int(text_index)] = tuple(i for i, g in enumerate(self.gates) if g is None or per_rule[i][row])
@@ -311,7 +312,7 @@ class RuleGate:
 
 def _re2_compiles(pattern: str) -> bool:
     try:
-        pc.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
+        compute.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
         return True
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from shardscan import arrow_compute as compute
 from shardscan.decoders import base64_, hex_escape, html_entities, json_string, percent, string_concat
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
 
@@ -194,7 +194,7 @@ def _re2_search(pattern: str, value: str | bytes) -> bool:
             array = pa.array([value.encode("utf-8", "replace")], pa.large_binary())
     else:
         array = pa.array([value], pa.large_binary())
-    return bool(pc.match_substring_regex(array, pattern)[0].as_py())
+    return bool(compute.match_substring_regex(array, pattern)[0].as_py())
 
 
 @dataclass(slots=True)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from shardscan import arrow_compute as compute
 
 # Map keys are used in column paths only when they look like identifiers: a key could itself be
 # a secret, and a column path is printed everywhere. Other keys are shown by entry index.
@@ -74,16 +75,16 @@ def _normalise_leaf(array: pa.Array) -> pa.Array:
     """Cast view and fixed-size types to ones the compute kernels accept."""
     dtype = array.type
     if getattr(pa.types, "is_string_view", lambda _t: False)(dtype):
-        return array.cast(pa.large_string())
+        return compute.cast(array, pa.large_string())
     if getattr(pa.types, "is_binary_view", lambda _t: False)(dtype) or pa.types.is_fixed_size_binary(dtype):
-        return array.cast(pa.large_binary())
+        return compute.cast(array, pa.large_binary())
     if pa.types.is_dictionary(dtype) and not (
         pa.types.is_string(dtype.value_type)
         or pa.types.is_large_string(dtype.value_type)
         or pa.types.is_binary(dtype.value_type)
         or pa.types.is_large_binary(dtype.value_type)
     ):
-        return array.cast(pa.large_string()) if "string" in str(dtype.value_type) else array.cast(pa.large_binary())
+        return compute.cast(array, pa.large_string() if "string" in str(dtype.value_type) else pa.large_binary())
     return array
 
 
@@ -142,7 +143,7 @@ def _flatten(
             return
         rows = rows[parent]
         args = tuple(_take(arg, parent) for arg in args) + (position,)
-        roles = roles.take(pa.array(parent)) if roles is not None else None
+        roles = compute.take(roles, parent) if roles is not None else None
         yield from _flatten(values, rows, template + "[{}]", args, roles)
         return
     if pa.types.is_union(dtype):
@@ -176,8 +177,8 @@ def _flatten_union(
         if len(active) == 0:
             continue
         child = array.field(i)
-        values = child.take(pa.array(offsets[active] if dense else active))
-        child_roles = roles.take(pa.array(active)) if roles is not None else None
+        values = compute.take(child, offsets[active] if dense else active)
+        child_roles = compute.take(roles, active) if roles is not None else None
         yield from _flatten(
             values, rows[active], f"{template}.{_escape_template(dtype[i].name)}",
             tuple(_take(arg, active) for arg in args), child_roles,
@@ -200,13 +201,13 @@ def _unnest(array: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
         parent = np.repeat(np.arange(len(array), dtype=np.int64), size)
         position = np.tile(np.arange(size, dtype=np.int64), len(array))
         if array.null_count:
-            keep = np.repeat(np.asarray(array.is_valid().to_numpy(zero_copy_only=False)), size)
-            values = values.filter(pa.array(keep))
+            keep = np.repeat(np.asarray(compute.is_valid(array).to_numpy(zero_copy_only=False)), size)
+            values = compute.filter_by(values, keep)
             parent, position = parent[keep], position[keep]
         return values, parent, position
-    values = array.flatten()
-    parent = pc.list_parent_indices(array).to_numpy(zero_copy_only=False).astype(np.int64)
-    lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = compute.list_flatten(array)
+    parent = compute.list_parent_indices(array).to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = compute.fill_null(compute.list_value_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
     starts = np.cumsum(lengths) - lengths
     position = np.arange(len(values), dtype=np.int64) - starts[parent] if len(values) else np.zeros(0, np.int64)
     return values, parent, position
@@ -221,13 +222,13 @@ def _flatten_map(
 ) -> Iterator[LeafCells]:
     dtype = array.type
     entry_type = pa.struct([pa.field("key", dtype.key_type), pa.field("value", dtype.item_type)])
-    as_list = array.cast(pa.list_(entry_type))
+    as_list = compute.cast(array, pa.list_(entry_type))
     entries, parent, position = _unnest(as_list)
     if len(entries) == 0:
         return
     rows = rows[parent]
     args = tuple(_take(arg, parent) for arg in args)
-    roles = roles.take(pa.array(parent)) if roles is not None else None
+    roles = compute.take(roles, parent) if roles is not None else None
     keys, items = entries.flatten()
     labels = [key_label(key, pos) for key, pos in zip(keys.to_pylist(), position)]
     yield from _flatten(keys, rows, template + "{{{}}}.key", args + (_entry_labels(position),), roles)
