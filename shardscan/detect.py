@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator
+from functools import lru_cache
 
 from shardscan.decoders import View
 from shardscan.model import Candidate
@@ -19,8 +20,13 @@ class RegexTimeout(Exception):
         super().__init__(f"rule {rule_id}: pattern time limit exceeded")
 
 
+@lru_cache(maxsize=4096)
 def shannon_entropy(text: str) -> float:
-    """Bits per character of ``text``."""
+    """Bits per character of ``text``.
+
+    Cached: traces repeat the same look-alikes (``ghp_xxxx…`` placeholders, documented example
+    keys) in cell after cell, and each would otherwise be counted again.
+    """
     if not text:
         return 0.0
     counts = Counter(text)
