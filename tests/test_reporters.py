@@ -169,6 +169,50 @@ def test_terminal_many_clean_shards_are_summarised():
     assert "s001.parquet" not in text
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_pretty_json_is_byte_identical_to_json_dumps(seed):
+    """The JSON and SARIF reports' fast printer writes exactly what json.dumps(indent=2) writes."""
+    import enum
+    import random
+
+    from shardscan.reporters._common import pretty_json
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Word(str, enum.Enum):
+        VALID = "valid"
+
+    rng = random.Random(seed)
+    scalars = [None, True, False, 0, -7, 2**70, 1.5, -0.0, 1e300, float("nan"), float("inf"), float("-inf"),
+               "", "plain", 'quote " and \\ back', "line\nbreak\ttab\x00\x1f", "é ✓ 𝄞 \u2028", Level.HIGH,
+               Word.VALID, [], {}, ()]
+
+    def build(depth: int) -> object:
+        roll = rng.random()
+        if depth > 3 or roll < 0.4:
+            return rng.choice(scalars)
+        if roll < 0.7:
+            items = [build(depth + 1) for _ in range(rng.randrange(4))]
+            return items if rng.random() < 0.8 else tuple(items)
+        keys = ["k", "é", "", "a b", 'q"uote', 3, 1.5, True, None, False, Level.HIGH]
+        return {rng.choice(keys): build(depth + 1) for _ in range(rng.randrange(5))}
+
+    for _ in range(25):
+        value = build(0)
+        assert pretty_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+    with pytest.raises(TypeError):
+        pretty_json({"when": object()})
+    with pytest.raises(TypeError):
+        pretty_json([{"nested": [1, object()]}])
+
+
+def test_json_and_sarif_reports_are_what_json_dumps_writes():
+    for fmt in ("json", "sarif"):
+        text = render(sample_report(), fmt)
+        assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
+
+
 def test_registry_rejects_unknown_format():
     with pytest.raises(ValueError, match="unknown format 'pdf'"):
         render(sample_report(), "pdf")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from shardscan.model import Finding, ScanIssue
 from shardscan.report import REPORT_VERSION, Report
-from shardscan.reporters._common import shard_rows, summary_numbers
+from shardscan.reporters._common import pretty_json, shard_rows, summary_numbers
 
 
 def finding_dict(finding: Finding) -> dict:
@@ -111,4 +109,4 @@ def report_dict(report: Report) -> dict:
 
 def render(report: Report, _options: object = None) -> str:
     """Pretty-printed JSON, keys in contract order."""
-    return json.dumps(report_dict(report), indent=2, ensure_ascii=False) + "\n"
+    return pretty_json(report_dict(report)) + "\n"

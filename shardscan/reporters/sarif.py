@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from shardscan.model import Finding, ScanIssue, Status
 from shardscan.report import Report
-from shardscan.reporters._common import entry_text, summary_numbers
+from shardscan.reporters._common import entry_text, pretty_json, summary_numbers
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "shardscan/secretSha256/v1"
@@ -209,4 +209,4 @@ def sarif_dict(report: Report) -> dict:
 
 def render(report: Report, _options: object = None) -> str:
     """The SARIF log, pretty-printed."""
-    return json.dumps(sarif_dict(report), indent=2, ensure_ascii=False) + "\n"
+    return pretty_json(sarif_dict(report)) + "\n"
