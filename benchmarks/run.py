@@ -20,8 +20,9 @@ Before timing, the package is byte-compiled into ``__pycache__`` (as ``pip insta
 the timings are those of an installed shardscan: a source tree run with PYTHONDONTWRITEBYTECODE
 set would otherwise recompile every module on every run (about 0.15 s).
 
-Each timed command runs ``--repeat`` times and the fastest run is kept (the machine is shared).
-Usage: ``python -m benchmarks.run [--mb 2150] [--shards 100] [--repeat 3] [--big] [--no-gitleaks]``
+The timed commands on the corpus take turns for ``--repeat`` rounds, and the fastest run of each
+is kept (the machine is shared; see :func:`best_of`).
+Usage: ``python -m benchmarks.run [--mb 2150] [--shards 100] [--repeat 5] [--big] [--no-gitleaks]``
 """
 
 from __future__ import annotations
@@ -106,24 +107,37 @@ def measure(cmd: list[str], env: dict | None = None) -> Run:
     return Run(seconds, peak, proc.returncode, out, err)
 
 
-def best(cmd: list[str], repeat: int) -> Run:
-    """The fastest of ``repeat`` runs (peak RSS is the largest seen).
+def best_of(commands: dict[str, list[str]], repeat: int) -> dict[str, Run]:
+    """The fastest of ``repeat`` runs of each command, the commands taking turns round after round.
 
-    A report the command writes (``--output PATH``) is kept from that fastest run, so the
-    in-process time read from it belongs to the same run as the wall time.
+    The machine is shared: taking turns spreads its busy spells over every command instead of
+    letting all the runs of one command fall into one of them, which would skew the ratios
+    between commands. Peak RSS is the largest seen. A report a command writes (``--output
+    PATH``) is kept from its fastest run, so the in-process time read from it belongs to the same
+    run as the wall time.
     """
-    report = Path(cmd[cmd.index("--output") + 1]) if "--output" in cmd else None
-    runs: list[Run] = []
+    runs: dict[str, list[Run]] = {name: [] for name in commands}
+    reports = {name: Path(cmd[cmd.index("--output") + 1]) if "--output" in cmd else None
+               for name, cmd in commands.items()}
     for _ in range(repeat):
-        run = measure(cmd)
-        if report is not None and report.exists() and (not runs or run.seconds < min(r.seconds for r in runs)):
-            shutil.copyfile(report, report.with_name(report.name + ".best"))
-        runs.append(run)
-    if report is not None and report.with_name(report.name + ".best").exists():
-        shutil.move(report.with_name(report.name + ".best"), report)
-    fastest = min(runs, key=lambda r: r.seconds)
-    fastest.peak_rss = max(r.peak_rss for r in runs)
+        for name, cmd in commands.items():
+            run = measure(cmd)
+            report = reports[name]
+            if report is not None and report.exists() and (not runs[name] or run.seconds < min(r.seconds for r in runs[name])):
+                shutil.copyfile(report, report.with_name(report.name + ".best"))
+            runs[name].append(run)
+    fastest: dict[str, Run] = {}
+    for name, report in reports.items():
+        if report is not None and report.with_name(report.name + ".best").exists():
+            shutil.move(report.with_name(report.name + ".best"), report)
+        fastest[name] = min(runs[name], key=lambda r: r.seconds)
+        fastest[name].peak_rss = max(r.peak_rss for r in runs[name])
     return fastest
+
+
+def best(cmd: list[str], repeat: int) -> Run:
+    """The fastest of ``repeat`` runs of one command (see :func:`best_of`)."""
+    return best_of({"": cmd}, repeat)[""]
 
 
 def byte_compile() -> bool:
@@ -219,7 +233,7 @@ def main() -> None:  # noqa: C901 (a linear script)
     parser.add_argument("--shards", type=int, default=100)
     parser.add_argument("--row-groups", type=int, default=2, help="row groups per shard")
     parser.add_argument("--small-mb", type=float, default=160.0, help="MB of strings in the small corpus (0: skip)")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5, help="rounds of the timed commands (the fastest run counts)")
     parser.add_argument("--big", action="store_true", help="also measure memory on a 1 GB single shard")
     parser.add_argument("--big-mb", type=float, default=1000.0)
     parser.add_argument("--no-gitleaks", action="store_true")
@@ -243,12 +257,28 @@ def main() -> None:  # noqa: C901 (a linear script)
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    # ---- baseline ---------------------------------------------------------------------------
-    log("baseline ...")
-    base = best([PY, "-m", "benchmarks.baseline", str(corpus)], args.repeat)
+    # ---- the timed commands on the corpus, taking turns --------------------------------------
+    depth_help = subprocess.run([PY, "-m", "shardscan.cli", "scan", "--help"], capture_output=True, text=True,
+                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    reports: dict[str, Path] = {"1": tmp / "scan-1.json", "all": tmp / "scan-all.json"}
+    report0 = tmp / "scan-depth0.json"
+    half_report = tmp / "scan-half.json"
+    commands = {
+        "base": [PY, "-m", "benchmarks.baseline", str(corpus)],
+        "base_half": [PY, "-m", "benchmarks.baseline", *map(str, half)],
+        "1": scan_cmd([str(corpus)], 1, reports["1"]),
+        "all": scan_cmd([str(corpus)], cores, reports["all"]),
+        "half": scan_cmd(list(map(str, half)), cores, half_report),
+    }
+    if "--max-decode-depth" in depth_help:
+        commands["depth0"] = scan_cmd([str(corpus)], cores, report0, "--max-decode-depth", "0")
+    log(f"timing {len(commands)} commands on the corpus, {args.repeat} rounds ...")
+    timed = best_of(commands, args.repeat)
+
+    base = timed["base"]
     base_out = json.loads(base.stdout)
     nbytes = base_out["bytes"]
-    base_half = best([PY, "-m", "benchmarks.baseline", *map(str, half)], args.repeat)
+    base_half = timed["base_half"]
     half_bytes = json.loads(base_half.stdout)["bytes"]
 
     def row(name: str, run: Run, inner: float | None, data: int = nbytes, vs: Run | None = base) -> None:
@@ -259,30 +289,15 @@ def main() -> None:  # noqa: C901 (a linear script)
     row("baseline: pyarrow reads every row group, sums string lengths", base, base_out["seconds"], vs=None)
 
     # ---- shardscan, 1 worker and all cores ----------------------------------------------------
-    scans: dict[str, Run] = {}
-    reports: dict[str, Path] = {}
-    for label, jobs, extra in (("1", 1, ()), ("all", cores, ())):
-        log(f"scan --jobs {jobs} ...")
-        reports[label] = tmp / f"scan-{label}.json"
-        scans[label] = best(scan_cmd([str(corpus)], jobs, reports[label], *extra), args.repeat)
-        inner = json.loads(reports[label].read_text())["scanned"]["seconds"]
-        row(f"shardscan scan --jobs {jobs}", scans[label], inner)
+    scans = {label: timed[label] for label in ("1", "all")}
+    for label, jobs in (("1", 1), ("all", cores)):
+        row(f"shardscan scan --jobs {jobs}", scans[label], json.loads(reports[label].read_text())["scanned"]["seconds"])
     stats_text = scans["all"].stderr.strip()
-
-    depth_help = subprocess.run([PY, "-m", "shardscan.cli", "scan", "--help"], capture_output=True, text=True,
-                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
-    run0: Run | None = None
-    if "--max-decode-depth" in depth_help:
-        log("scan --max-decode-depth 0 ...")
-        report0 = tmp / "scan-depth0.json"
-        run0 = best(scan_cmd([str(corpus)], cores, report0, "--max-decode-depth", "0"), args.repeat)
+    run0 = timed.get("depth0")
+    if run0 is not None:
         row(f"shardscan scan --jobs {cores} --max-decode-depth 0 (decoding off)", run0,
             json.loads(report0.read_text())["scanned"]["seconds"])
-
-    # ---- linearity ----------------------------------------------------------------------------
-    log("scan half the corpus ...")
-    half_report = tmp / "scan-half.json"
-    half_run = best(scan_cmd(list(map(str, half)), cores, half_report), args.repeat)
+    half_run = timed["half"]
     row(f"shardscan scan --jobs {cores}, half the corpus ({len(half)} shards)", half_run,
         json.loads(half_report.read_text())["scanned"]["seconds"], data=half_bytes, vs=base_half)
 
@@ -416,7 +431,7 @@ def main() -> None:  # noqa: C901 (a linear script)
         f"- machine: {cores} core(s) usable, {platform.machine()}, Python {platform.python_version()}, "
         f"pyarrow {pyarrow.__version__}",
         f"- load average before / after: {load_before[0]:.2f} / {load_after[0]:.2f} (the machine is shared; each "
-        f"timing is the fastest of {args.repeat} runs)",
+        f"timing is the fastest of {args.repeat} runs, the commands taking turns)",
         f"- corpus: {manifest['shards']} shards x {manifest['row_groups']} row groups, {manifest['rows']} rows, "
         f"{nbytes / 1e6:.1f} MB of strings, {len(planted)} planted credentials (`benchmarks/generate.py`, seed 1)",
         "",
