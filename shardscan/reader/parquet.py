@@ -101,8 +101,8 @@ def iter_row_group_slices(
     The rows per slice come from the footer (the row group's string bytes / its rows), so memory
     follows the slice, not the row group. Each batch carries the row group's ``index`` and its
     own ``row_offset`` (rows keep their shard-level numbers); ``threads`` lets pyarrow decode
-    columns in parallel. Raises ShardReadError naming the
-    row group when a slice cannot be read (slices read before it have been yielded).
+    columns in parallel. Raises ShardReadError naming the row group when a slice cannot be read
+    (slices read before it have been yielded).
     """
     try:
         num_rows = parquet.metadata.row_group(index).num_rows
