@@ -116,6 +116,34 @@ def test_dense_matches_are_finished_by_re2(monkeypatch):
     assert PREFILTER.mask(values).tolist() == [bool(i % 3) for i in range(200)]
 
 
+def test_a_cell_that_keeps_matching_costs_a_few_callbacks_and_the_scan_resumes_after_it(monkeypatch):
+    """One call runs over the buffer; a cell full of keywords stops it after REPEATS_PER_CELL matches."""
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
+    compiled = hyperscan_matcher.database(PREFILTER.expressions)
+    if compiled is None:
+        pytest.skip("Hyperscan is not enabled (no wheel for this platform, or SHARDSCAN_MATCHER=re2)")
+    texts = ["quiet", "-----BEGIN " * 5000, "still quiet", "x -----BEGIN y", "-----BEGIN", "", "end"]
+    values = pa.array(texts, pa.large_string())
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
+    calls, callbacks = [], []
+
+    class Counting:
+        def scan(self, data, match_event_handler):
+            calls.append(len(data))
+
+            def counted(*args):
+                callbacks.append(args[2])
+                return match_event_handler(*args)
+
+            return compiled.db.scan(data, match_event_handler=counted)
+
+    mask, scanned = hyperscan_matcher.first_match_cells(Counting(), offsets, memoryview(values.buffers()[2]))
+    assert (mask.tolist(), scanned) == ([False, True, False, True, True, False, False], len(texts))
+    assert len(calls) == 2  # the whole buffer, then the rest after the repeating cell
+    assert calls[1] == int(offsets[-1] - offsets[2])  # resumed exactly where the repeating cell ends
+    assert len(callbacks) <= hyperscan_matcher.REPEATS_PER_CELL + 4
+
+
 @pytest.mark.parametrize(
     "extra", [r"^start", r"end$", r"\bword", r"(?<=x)y", r"a.b", r"[^a]x", r"[é]x", r"\x{e9}", r"\p{Lu}", r"(?i)abc", r"\D"]
 )
