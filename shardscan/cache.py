@@ -153,7 +153,7 @@ class ResultCache:
         try:
             self._ensure_root()
             path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, payload)
+            atomic_write(path, payload)
         except OSError:
             return False  # a read-only or full cache never fails a scan
         self.counters.stored += 1
@@ -165,7 +165,7 @@ class ResultCache:
             return
         try:
             self._ensure_root()
-            _atomic_write(self._index_path(), json.dumps(self._index, sort_keys=True))
+            atomic_write(self._index_path(), json.dumps(self._index, sort_keys=True))
         except OSError:
             pass
 
@@ -246,11 +246,12 @@ class ResultCache:
             return None  # absent or damaged (any shape of JSON): scan the shard
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file, so readers never see half of it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

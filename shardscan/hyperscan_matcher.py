@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,13 +211,12 @@ def _compiles(expression: str, flags: int) -> bool:
 
 def _store(key: str, payload: bytes) -> None:
     """Write the compiled database atomically; a cache that cannot be written only costs time."""
+    from shardscan.cache import atomic_write
+
     path = _cache_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as out:
-            out.write(_CACHE_FORMAT + hashlib.sha256(payload).digest() + payload)
-        os.replace(temporary, path)
+        atomic_write(path, _CACHE_FORMAT + hashlib.sha256(payload).digest() + payload)
     except OSError:
         pass
 
