@@ -165,7 +165,7 @@ class Scanner:
         batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta)
         return self.scan_batch(batch, shard, timer)
 
-    def for_workers(self, workers: int, *, read_threads: bool = False) -> Scanner:
+    def for_workers(self, workers: int, *, read_threads: bool) -> Scanner:
         """This scanner for one of ``workers`` processes sharing the memory budget, reading with
         pyarrow's thread pool only if ``read_threads`` (same results)."""
         workers = max(1, workers)

@@ -148,26 +148,26 @@ class Prefilter:
                 continue
             # (One member needs no concatenation, which would copy all of its text.)
             joined = targets[members[0]] if len(members) == 1 else pa.concat_arrays([targets[i] for i in members])
-            hits = self._re2(joined, self.pattern)
+            hits = _re2(joined, self.pattern)
             at = 0
             for i in members:
                 flat[i] = hits[at : at + len(targets[i])]
                 at += len(targets[i])
         # Empty arrays, and types that did not widen, are matched on their own.
-        return [h if h is not None else self._re2(t, self.pattern) if len(t) else np.zeros(0, dtype=bool)
+        return [h if h is not None else _re2(t, self.pattern) if len(t) else np.zeros(0, dtype=bool)
                 for t, h in zip(targets, flat, strict=True)]
 
     def _match(self, values: pa.Array, compiled: hyperscan_matcher.Compiled) -> np.ndarray:
         """Hyperscan's mask of a string or binary array (RE2's for an array of another type)."""
         offsets = _offsets_of(values)
         if offsets is None:
-            return self._re2(values, self.pattern) if len(values) else np.zeros(0, dtype=bool)
+            return _re2(values, self.pattern) if len(values) else np.zeros(0, dtype=bool)
         data = values.buffers()[2]
         mask, scanned = hyperscan_matcher.first_match_cells(
             compiled.db, offsets, memoryview(data if data is not None else b"")
         )
         if scanned < len(values):  # dense matches: RE2 finishes the array
-            mask[scanned:] = self._re2(values.slice(scanned), self.pattern)
+            mask[scanned:] = _re2(values.slice(scanned), self.pattern)
         if values.null_count:
             mask &= compute.is_valid(values).to_numpy(zero_copy_only=False)
         return mask
@@ -185,17 +185,19 @@ class Prefilter:
             return out
         heads = [compute.cast(compute.binary_slice(_as_binary(targets[i]), 0, self.start_bytes), pa.large_binary())
                  for i in eligible]
-        hits = self._re2(pa.concat_arrays(heads), self.start_pattern)
+        hits = _re2(pa.concat_arrays(heads), self.start_pattern)
         at = 0
         for i in eligible:
             out[i] = hits[at : at + len(targets[i])]
             at += len(targets[i])
         return out
 
-    @staticmethod
-    def _re2(values: pa.Array, pattern: str) -> np.ndarray:
-        matched = compute.match_substring_regex(values, pattern)
-        return compute.fill_null(matched, False).to_numpy(zero_copy_only=False)
+
+
+def _re2(values: pa.Array, pattern: str) -> np.ndarray:
+    """RE2's mask of the cells of ``values`` holding a match of ``pattern`` (nulls are False)."""
+    matched = compute.match_substring_regex(values, pattern)
+    return compute.fill_null(matched, False).to_numpy(zero_copy_only=False)
 
 
 def _offsets_of(values: pa.Array) -> np.ndarray | None:
@@ -273,7 +275,7 @@ class RuleGate:
         found = hyperscan_matcher.ids_per_cell(compiled, offsets, memoryview(data if data is not None else b""))
         # Hyperscan ids are rule indexes; the gates it refused or was not given run in RE2.
         for rule in sorted(set(self._gated()) - set(compiled.ids)):
-            for text_index in np.flatnonzero(Prefilter._re2(array, self.gates[rule])):
+            for text_index in np.flatnonzero(_re2(array, self.gates[rule])):
                 found[int(text_index)].add(rule)
         always = tuple(i for i, g in enumerate(self.gates) if g is None)
         return [tuple(sorted(always + tuple(ids))) for ids in found]
@@ -299,12 +301,12 @@ class RuleGate:
 
     def _rules_for_re2(self, array: pa.Array) -> list[tuple[int, ...]]:
         always = tuple(i for i, g in enumerate(self.gates) if g is None)
-        hit = np.flatnonzero(Prefilter._re2(array, self.union))
+        hit = np.flatnonzero(_re2(array, self.union))
         out: list[tuple[int, ...]] = [always] * len(array)
         if len(hit) == 0:
             return out
         sub = compute.take(array, hit)
-        per_rule = {i: Prefilter._re2(sub, g) for i, g in enumerate(self.gates) if g is not None}
+        per_rule = {i: _re2(sub, g) for i, g in enumerate(self.gates) if g is not None}
         for row, text_index in enumerate(hit):
             out[int(text_index)] = tuple(i for i, g in enumerate(self.gates) if g is None or per_rule[i][row])
         return out
