@@ -154,6 +154,11 @@ def _pem_head(arg: str) -> str:
     return "\n".join(private_key_pem(kind).strip().splitlines()[: int(count or 12)])
 
 
+def _numbered(text: str) -> str:
+    """``text`` as an agent's file view prints it: a right-aligned line number and an arrow per line."""
+    return "\n".join(f"{number:6}→{line}" for number, line in enumerate(text.splitlines(), start=1))
+
+
 Generator = Callable[[random.Random, str], str]
 
 GENERATORS: dict[str, Generator] = {
@@ -174,6 +179,8 @@ GENERATORS: dict[str, Generator] = {
     "pem_escaped": lambda rng, arg: _pem_single_line(private_key_pem(arg or "rsa")),
     "pem_head": lambda rng, arg: _pem_head(arg),
     "pem_head_escaped": lambda rng, arg: _pem_head(arg).replace("\n", "\\n"),
+    "pem_numbered": lambda rng, arg: _numbered(private_key_pem(arg or "rsa")),
+    "pem_head_numbered": lambda rng, arg: _numbered(_pem_head(arg)),
 }
 
 

@@ -36,8 +36,28 @@ def _forms(pem: str) -> dict[str, str]:
         "indented": "\n".join("        " + line for line in lines),
         "one-line": lines[0] + "".join(lines[1:-1]) + lines[-1],
         "spaces": " ".join(lines),
-        "diff": "\n".join("+" + line for line in lines),
         "quoted": "\n".join("> " + line for line in lines),
+    }
+
+
+# How tools print a file: something in front of (or around) every line that is not the key.
+# The key is read without it, and the detail says how it was read.
+def _printed(pem: str) -> dict[str, tuple[str, str]]:
+    lines = pem.strip().splitlines()
+    numbers = "read without the line numbers in front of each line"
+    return {
+        "added in a diff": ("\n".join("+" + line for line in lines), "read without the diff or quote mark in front of each line"),
+        "removed in a diff": ("\n".join("-" + line for line in lines), "read without the diff or quote mark in front of each line"),
+        "cat -n": ("\n".join(f"{i:6}\t{line}" for i, line in enumerate(lines, 1)), numbers),
+        "agent file view, escaped": ("\\n".join(f"{i:6}→{line}" for i, line in enumerate(lines, 1)), numbers),
+        "grep -n": ("\n".join(f"{i}:{line}" for i, line in enumerate(lines, 1)), numbers),
+        "grep -r": ("\n".join(f"deploy/key.pem:{line}" for line in lines), "read without the file name in front of each line"),
+        "grep -rn": ("\n".join(f"deploy/key.pem:{i}:{line}" for i, line in enumerate(lines, 1)),
+                     "read without the file name in front of each line"),
+        "log lines": ("\n".join(f"[2024-05-01 10:00:{i:02}] {line}" for i, line in enumerate(lines, 1)),
+                      "read without the log prefix in front of each line"),
+        "html line breaks": ("<br>".join(lines), "read without markup or colour codes"),
+        "ansi colours": ("\n".join(f"\x1b[32m{line}\x1b[0m" for line in lines), "read without markup or colour codes"),
     }
 
 
@@ -47,6 +67,21 @@ def test_generated_keys_parse_in_every_form(kind, form):
     text = _forms(private_key_pem(kind))[form]
     outcome = verify(text[text.index("-----BEGIN"):], "private-key")
     assert (outcome.verdict, outcome.detail) == (Verdict.VALID, VALID[kind])
+
+
+@pytest.mark.parametrize("kind", sorted(VALID))
+@pytest.mark.parametrize("form", sorted(_printed("-----BEGIN X-----\nA\n-----END X-----")))
+def test_keys_as_tools_print_them_are_read_without_the_decoration(kind, form):
+    text, note = _printed(private_key_pem(kind))[form]
+    finding = only(f"$ show key\n{text}\n$ ", "private-key")
+    assert (finding.verdict, finding.detail) == (Verdict.VALID, f"{VALID[kind]} ({note})")
+
+
+def test_a_reading_never_turns_random_base64_into_a_key():
+    body = "\n".join(f"{i:6}\tMIIEvQIBADANBgkqhkiG9w0BAQEFAASC{'QWxhZGRpbjpvcGVuIHNlc2FtZQ' * 2}"[:70] for i in range(2, 12))
+    text = f"     1\t-----BEGIN PRIVATE KEY-----\n{body}\n    12\t-----END PRIVATE KEY-----"
+    finding = only(text, "private-key")
+    assert finding.verdict == Verdict.INVALID
 
 
 @pytest.mark.parametrize("kind", sorted(VALID))

@@ -69,9 +69,73 @@ def check_private_key(candidate: Candidate, _context: object) -> Verification | 
     if block is None:
         return Verification(Verdict.INVALID, "no complete BEGIN/END PRIVATE KEY block")
     outcome = _check_block(block)
+    if outcome.verdict in (Verdict.INVALID, Verdict.REDACTED):
+        # Read as written, the body is not a key; read as a tool printed it, it may be one.
+        for reading in READINGS:
+            other = _parse_block(candidate.secret, reading)
+            if other is None:
+                continue
+            second = _check_block(other)
+            if second.verdict not in (Verdict.INVALID, Verdict.REDACTED):
+                block, outcome = other, Verification(second.verdict, f"{second.detail} ({reading.note})")
+                break
     if block.unterminated:
         return Verification(outcome.verdict, f"no END line, the text stops inside the key: {outcome.detail}")
     return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A way a tool prints a file that puts something other than the key on its lines.
+
+    ``prefix`` is removed from the start of every line and must be there on every line that
+    holds anything; markup and colour codes (``<br>`` line breaks, ANSI escapes) are taken out
+    first in every reading. A reading is only kept when the body then loads as key material,
+    so trying one on text that is not a key can never make a finding out of it.
+    """
+
+    note: str  # how the detail says the key was read
+    prefix: re.Pattern[str] | None = None
+
+    def apply(self, inner: str) -> str | None:
+        """The text between the markers as this reading sees it, or None when it does not apply."""
+        text = _MARKUP.sub(lambda m: "\n" if m.group(0)[:1] == "<" else "", inner)
+        text = _ESCAPE.sub(lambda m: "\n" if m.group(0)[-1] == "n" else "\t", text).replace("\r", "")
+        if self.prefix is None:
+            return text if text != inner else None
+        lines = text.split("\n")
+        # The first piece is the rest of the BEGIN line (usually empty): no tool prefix there.
+        if not any(line.strip() for line in lines[1:]):
+            return None
+        out = [lines[0]]
+        for line in lines[1:]:
+            if not line.strip():
+                out.append("")
+                continue
+            match = self.prefix.match(line)
+            if match is None:
+                return None
+            out.append(line[match.end() :])
+        return "\n".join(out)
+
+
+# Markup and colour codes that a terminal or a web page renders and a key never holds.
+_MARKUP = re.compile(r"<br\s*/?>|(?:\x1b|\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;?]*[A-Za-z]", re.I)
+
+READINGS: tuple[Reading, ...] = (
+    Reading("read without markup or colour codes"),
+    # cat -n and nl ("     1<TAB>"), Claude Code's file view ("     1→"), grep -n ("12:"), bat ("12 │").
+    Reading("read without the line numbers in front of each line",
+            re.compile(r"[ \t]*\d{1,7}(?:[ \t]*[→│|:-][ \t]?|[ \t]+|$)")),
+    # A diff's added or removed lines, or a quoted reply.
+    Reading("read without the diff or quote mark in front of each line", re.compile(r"[ \t]*[+\->]")),
+    # grep -r ("path/key.pem:") and grep -rn ("path/key.pem:12:").
+    Reading("read without the file name in front of each line", re.compile(r"[ \t]*[^\s:]{1,200}:(?:\d{1,7}:)?")),
+    # Log lines ("[2024-05-01 10:00:00] ", "2024-05-01T10:00:00Z INFO ").
+    Reading("read without the log prefix in front of each line",
+            re.compile(r"[ \t]*(?:\[[^\]\n]{1,60}\]|\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?"
+                       r"(?:[ \t]+[A-Z]{3,8}:?)?)[ \t]*")),
+)
 
 
 def _check_block(block: _Block) -> Verification:
@@ -82,13 +146,6 @@ def _check_block(block: _Block) -> Verification:
     if block.label == "PGP":
         return _check_pgp(block)
     data, problem = _decode(block)
-    if data is None and problem and block.lines and all(l.text[:1] in "+>" for l in block.lines):
-        # A diff ("+") or a quote (">") in front of every line: strip it and try again.
-        stripped_lines = tuple(_Line(l.number, l.text[1:]) for l in block.lines if l.text[1:])
-        stripped = _Block(block.label, block.headers, stripped_lines, block.one_line)
-        data2, problem2 = _decode(stripped)
-        if data2 is not None:
-            data, problem = data2, None
     if data is None:
         return Verification(Verdict.INVALID, f"{what}: {problem}, not a key")
     if _legacy_encrypted(block):
@@ -105,7 +162,9 @@ def _check_block(block: _Block) -> Verification:
 # ---- extraction ---------------------------------------------------------------------------------
 
 
-def _parse_block(secret: str) -> _Block | None:
+def _parse_block(secret: str, reading: Reading | None = None) -> _Block | None:
+    """The block's label, headers and body lines, read as written or with ``reading`` (None when
+    there is no BEGIN line, or the reading does not apply)."""
     begin = _BEGIN.search(secret)
     if begin is None:
         return None
@@ -117,6 +176,8 @@ def _parse_block(secret: str) -> _Block | None:
     if begin.group(2):
         label = label or "PGP"
     inner = secret[begin.end() : stop][:MAX_BODY_CHARS]
+    if reading is not None and (inner := reading.apply(inner)) is None:
+        return None
     # Line breaks in any form: escaped once or several times (JSON in JSON), CRLF, real ones.
     one_line = "\n" not in inner and not _ESCAPE.search(inner)
     headers: dict[str, str] = {}
