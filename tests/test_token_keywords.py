@@ -31,7 +31,7 @@ def test_builtin_token_keywords():
     # OpenAI's T3BlbkFJ sits inside its token and a PEM marker is followed by a space: not token keywords.
     assert set(RULESET.token_keywords) == {
         "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
-        "hf_", "api_org_", "sk-ant-api", "sk-ant-admin",
+        "hf_", "api_org_", "sk-ant-api", "sk-ant-admin", "sk-ant-oat", "sk-ant-ort",
     }
 
 

@@ -165,6 +165,21 @@ def test_anthropic_length_and_ending(kind, rule):
     assert verify(key[:-2] + "Ab", rule).verdict == Verdict.INVALID
 
 
+@pytest.mark.parametrize("kind", ["oat01", "ort01"])
+def test_anthropic_oauth_tokens_block_whatever_their_length(kind):
+    token = anthropic_key(random.Random(kind), kind)
+    finding = only(f'{{"accessToken": "{token}"}}', "anthropic-oauth-token")
+    name = "access" if kind == "oat01" else "refresh"
+    assert (finding.verdict, finding.detail) == (
+        Verdict.VALID, f"Anthropic OAuth {name} token (sk-ant-{kind}-), 108 characters ending in AA: well-formed"
+    )
+    cut = token[:70]
+    assert (verify(cut, "anthropic-oauth-token").verdict, verify(cut, "anthropic-oauth-token").detail) == (
+        Verdict.UNVERIFIED,
+        f"Anthropic OAuth {name} token (sk-ant-{kind}-) of 70 characters: no published format to check it against offline",
+    )
+
+
 def test_huggingface_has_no_offline_check():
     token = huggingface_token(random.Random(8))
     finding = only(f"HF_TOKEN={token}", "huggingface-token")
@@ -185,6 +200,8 @@ def test_huggingface_has_no_offline_check():
         ("AWS_ACCESS_KEY_ID=AKIAYOURACCESSKEYID2", "aws-access-key-id", Verdict.REDACTED),
         ("GITHUB_TOKEN=ghp_SampleTokenForTheDocumentationPageX9", "github-pat", Verdict.EXAMPLE),
         ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "huggingface-token", Verdict.REDACTED),
+        ("HF_TOKEN=hf_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5Qr7Z", "huggingface-token", Verdict.REDACTED),
+        ("key=sk-ant-oat01-" + "Xy7_Kq2-Lm9P" * 7 + "Wz4tR0vBcAA", "anthropic-oauth-token", Verdict.REDACTED),
     ],
 )
 def test_placeholders_and_word_like_bodies(text, rule, verdict):
@@ -202,7 +219,7 @@ def test_random_bodies_are_not_word_like():
 
 def test_generated_tokens_of_every_kind_are_never_called_placeholders():
     templates = ["{{github:ghp_}}", "{{github_pat}}", "{{hf}}", "{{openai:sk-proj-}}", "{{anthropic:api03}}",
-                 "{{aws_id:AKIA}}"]
+                 "{{anthropic:oat01}}", "{{aws_id:AKIA}}"]
     for template in templates:
         for seed in range(300):
             token = expand(template, seed=seed)

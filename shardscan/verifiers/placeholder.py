@@ -113,6 +113,12 @@ def placeholder_reason(secret: str) -> Verification | None:
         return Verification(Verdict.REDACTED, f"placeholder text ({long_word.group(0).lower()!r}) instead of a secret body")
     if re.search(r"x{6,}|X{6,}|(.)\1{7,}", body) or body.lower().count("x") > len(body) // 3:
         return Verification(Verdict.REDACTED, "body is a run of repeated characters, not a secret")
+    repeated = _longest_repeat(body)
+    if repeated is not None:
+        unit, times = repeated
+        return Verification(
+            Verdict.REDACTED, f"body repeats a {len(unit)}-character pattern {times} times, a placeholder"
+        )
     lowered = body.lower()
     if any(seq in lowered for seq in _SEQUENCES):
         return Verification(Verdict.REDACTED, "body contains a keyboard or counting sequence, a placeholder")
@@ -130,6 +136,25 @@ def placeholder_reason(secret: str) -> Verification | None:
     if _EXAMPLE_WORDS.search(body):
         return Verification(Verdict.EXAMPLE, "body contains 'example'/'sample': a documentation-style value")
     return None
+
+
+# A unit of 2-12 characters written three or more times in a row ("a1B2c3D4e5a1B2c3D4e5...").
+_REPEAT = re.compile(r"(.{2,12}?)\1{2,}", re.S)
+
+
+def _longest_repeat(body: str) -> tuple[str, int] | None:
+    """The repeated unit and its count when repeats of one unit make up half the body or more.
+
+    A random body repeats no unit three times in a row over more than a few characters; a typed
+    placeholder does, over most of its length.
+    """
+    best: re.Match[str] | None = None
+    for match in _REPEAT.finditer(body[:400]):
+        if best is None or len(match.group(0)) > len(best.group(0)):
+            best = match
+    if best is None or len(best.group(0)) < max(12, len(body) // 2):
+        return None
+    return best.group(1), len(best.group(0)) // len(best.group(1))
 
 
 _LEADING_WORD = re.compile(r"(your|fake|test|dummy|sample|insert|replace|paste|placeholder)", re.I)
