@@ -129,7 +129,7 @@ class Scanner:
     def __init__(self, ruleset: Ruleset, options: ScanOptions | None = None) -> None:
         self.ruleset = ruleset
         self.options = options or ScanOptions()
-        self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords)
+        self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0

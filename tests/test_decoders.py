@@ -153,7 +153,10 @@ def test_base64_mixed_alphabets_are_not_base64():
     assert decode_one("base64", "path /usr/lib/python3_11/site-packages/some_module/x") == []
 
 
-@pytest.mark.parametrize("keyword", sorted(k for k in load_ruleset().keywords if len(k) <= CONTEXT_KEYWORD_CHARS))
+@pytest.mark.parametrize(
+    "keyword",
+    sorted(k for k in load_ruleset().keywords if len(k) <= CONTEXT_KEYWORD_CHARS and k not in load_ruleset().context_keywords),
+)
 @pytest.mark.parametrize("align", [0, 1, 2])
 @pytest.mark.parametrize("url", [False, True])
 def test_base64_keyword_forms_match_every_alignment(keyword, align, url):
@@ -164,11 +167,19 @@ def test_base64_keyword_forms_match_every_alignment(keyword, align, url):
     assert pc.match_substring_regex(pa.array([encoded]), pattern)[0].as_py()
 
 
-def test_context_keywords_get_no_base64_forms():
-    """``aws_secret_access_key`` is context, not a secret's start: base64 of it alone selects nothing."""
-    encoded = base64.b64encode(b"aws_secret_access_key = nothing-here").decode()
-    pattern = "|".join(encoded_keyword_patterns(load_ruleset().keywords))
-    assert not pc.match_substring_regex(pa.array([encoded]), pattern)[0].as_py()
+@pytest.mark.parametrize("name", [b"aws_secret_access_key", b"AWS_SECRET_KEY", b"secret_key", b"secretKey"])
+def test_context_keywords_get_no_base64_forms(name):
+    """A variable name is context, not a secret's start: base64 of it alone selects nothing."""
+    ruleset = load_ruleset()
+    assert {"aws_secret", "secret_key", "secretKey"} <= set(ruleset.context_keywords)
+    for align in range(3):
+        encoded = base64.b64encode(b"#" * align + name + b" = nothing-here").decode()
+        pattern = "|".join(encoded_keyword_patterns(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords))
+        assert not pc.match_substring_regex(pa.array([encoded]), pattern)[0].as_py()
+    # Escaped, the name is still found (the secret's line was JSON-escaped or URL-encoded with it).
+    escaped = name.decode().replace("_", "%5F")
+    if escaped != name.decode():
+        assert pc.match_substring_regex(pa.array([escaped]), pattern)[0].as_py()
 
 
 @pytest.mark.parametrize(

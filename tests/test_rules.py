@@ -234,10 +234,15 @@ def test_valid_user_rule_file_loads(tmp_path):
         ({"pattern": r"(?P<secret>(a+)+)"}, "acme-token: pattern risks catastrophic backtracking"),
         ({"regex": "x", "verifiers": []}, "acme-token: unknown field(s) regex, verifiers"),
         ({"token_keywords": ["acme-"]}, "acme-token: 'token_keywords' must be among the rule's keywords (not: acme-)"),
+        ({"context_keywords": ["ACME_KEY"]},
+         "acme-token: 'context_keywords' must be among the rule's keywords (not: ACME_KEY)"),
+        ({"token_keywords": ["acme_"], "context_keywords": ["acme_"]},
+         "acme-token: a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': acme_)"),
     ],
     ids=["missing-pattern", "missing-keywords", "missing-description", "bad-id", "no-id", "bad-regex",
          "no-secret-group", "unknown-verifier", "bad-severity", "empty-keywords", "bad-entropy",
-         "example-without-keyword", "backtracking", "unknown-keys", "stray-token-keyword"],
+         "example-without-keyword", "backtracking", "unknown-keys", "stray-token-keyword", "stray-context-keyword",
+         "token-and-context-keyword"],
 )
 def test_user_rule_validation_errors_name_file_and_rule(tmp_path, changes, message):
     path = _write(tmp_path, _yaml_rule(**changes))

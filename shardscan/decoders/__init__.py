@@ -109,11 +109,14 @@ class KeywordSet:
     encoded: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, keywords: Iterable[str], token_keywords: Collection[str] = ()) -> KeywordSet:
-        """Plain keywords and their encoded forms as one RE2 alternation (see ``Ruleset.token_keywords``)."""
+    def build(
+        cls, keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = ()
+    ) -> KeywordSet:
+        """Plain keywords and their encoded forms as one RE2 alternation (see ``Ruleset.token_keywords``
+        and ``Ruleset.context_keywords``)."""
         plain = tuple(dict.fromkeys(k for k in keywords if k))
         literals = sorted({_re2_literal(k) for k in plain})
-        encoded = tuple(encoded_keyword_patterns(plain, token_keywords))
+        encoded = tuple(encoded_keyword_patterns(plain, token_keywords, context_keywords))
         parts = literals + sorted(set(encoded))
         return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain), encoded)
 
@@ -344,12 +347,14 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
     return text if keywords.matches(text) and not keywords.matches(parent.text) else None
 
 
-def encoded_keyword_patterns(keywords: Iterable[str], token_keywords: Collection[str] = ()) -> list[str]:
+def encoded_keyword_patterns(
+    keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = ()
+) -> list[str]:
     """RE2 patterns matching the encoded forms of ``keywords`` (for the prefilter).
 
     * Whole-keyword forms from decoders that re-encode a whole run: base64 at its three byte
       alignments (with the token characters that follow a token keyword, see
-      ``Ruleset.token_keywords``).
+      ``Ruleset.token_keywords``); none for context keywords (``Ruleset.context_keywords``).
     * Escaped punctuation, the way serialisers write it: each non-alphanumeric keyword character
       in any escape form next to the alphanumeric run beside it (``ghp\\u005f``,
       ``%2DBEGIN``, ``sk&#45;ant``).
@@ -360,8 +365,9 @@ def encoded_keyword_patterns(keywords: Iterable[str], token_keywords: Collection
     """
     keywords = [k for k in dict.fromkeys(keywords) if k]
     patterns: list[str] = []
+    in_runs = [k for k in keywords if k not in context_keywords]
     for decoder in DECODERS.values():
-        patterns.extend(decoder.keyword_forms(keywords, token_keywords))
+        patterns.extend(decoder.keyword_forms(in_runs, token_keywords))
     for keyword in keywords:
         patterns.extend(_escaped_punctuation(keyword))
         head = keyword[:FULLY_ESCAPED_CHARS]

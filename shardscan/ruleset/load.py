@@ -18,7 +18,8 @@ from shardscan.synth import has_template
 _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
 _OPTIONAL = (
-    "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords"
+    "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords",
+    "context_keywords"
 )
 _MAX_PATTERN_CHARS = 4000
 
@@ -145,6 +146,12 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
     token_start = _string_list(raw, "token_keywords", fail)
     if stray := [k for k in token_start if k not in keywords]:
         raise fail(f"'token_keywords' must be among the rule's keywords (not: {', '.join(stray)})")
+    context = _string_list(raw, "context_keywords", fail)
+    if stray := [k for k in context if k not in keywords]:
+        raise fail(f"'context_keywords' must be among the rule's keywords (not: {', '.join(stray)})")
+    if both := [k for k in context if k in token_start]:
+        raise fail(f"a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': "
+                   f"{', '.join(both)})")
     verify = _string_list(raw, "verify", fail)
     _check_verifiers(verify, fail)
     min_entropy = raw.get("min_entropy")
@@ -173,6 +180,7 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         examples=examples,
         negative_examples=negatives,
         token_keywords=tuple(token_start),
+        context_keywords=tuple(context),
     )
 
 

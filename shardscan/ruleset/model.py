@@ -39,6 +39,8 @@ class Rule:
     # Keywords this rule only matches at the start of a token, followed by token characters
     # (see ``Ruleset.token_keywords``).
     token_keywords: tuple[str, ...] = ()
+    # Keywords that name the secret rather than begin it (see ``Ruleset.context_keywords``).
+    context_keywords: tuple[str, ...] = ()
 
     def keyword_in(self, text: str) -> bool:
         """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter)."""
@@ -93,6 +95,22 @@ class Ruleset:
         return tuple(anchored)
 
     @property
+    def context_keywords(self) -> tuple[str, ...]:
+        """Keywords that are context in every rule that lists them (a rule's ``context_keywords``).
+
+        A context keyword names the secret (``AWS_SECRET_KEY=``) instead of being part of it, so
+        a secret encoded without its name (base64 of the value alone) cannot hold it: the
+        prefilter looks for it plain and escaped, but not in base64, where it would only select
+        encoded source code and configuration that happen to mention it.
+        """
+        context = []
+        for keyword in self.keywords:
+            listing = [rule for rule in self.rules if keyword in rule.keywords]
+            if listing and all(keyword in rule.context_keywords for rule in listing):
+                context.append(keyword)
+        return tuple(context)
+
+    @property
     def kinds(self) -> tuple[str, ...]:
         """The credential families covered, sorted."""
         return tuple(sorted({rule.kind for rule in self.rules}))
@@ -105,7 +123,7 @@ class Ruleset:
             h.update(
                 repr(
                     (rule.id, rule.kind, rule.severity, rule.keywords, rule.pattern_source, rule.min_entropy,
-                     rule.stopwords, rule.verify, rule.token_keywords)
+                     rule.stopwords, rule.verify, rule.token_keywords, rule.context_keywords)
                 ).encode()
             )
         return h.hexdigest()[:12]
