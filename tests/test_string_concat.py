@@ -84,3 +84,29 @@ def test_joins_remove_only_the_separators():
     assert decoded.text == MARKER + "a = \"abcd\" + 'efgh'"
     # Without a private key marker nothing is joined (tokens fit in one literal).
     assert list(DECODERS["string-concat"].decode(DecodeRequest(text))) == []
+
+
+def test_keys_kept_as_lists_of_lines_are_found(pem_lines):
+    """A notebook cell's source, readlines() and splitlines() keep a key as a list of its lines."""
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": [line + "\n" for line in pem_lines]}]}, indent=1)
+    cells = [notebook, json.dumps(pem_lines), repr(pem_lines), repr([line + "\n" for line in pem_lines])]
+    report = scan_table(pa.table({"content": cells}), "lists.parquet", options=ScanOptions())
+    found = sorted((f.location.row, f.rule_id, str(f.verdict), f.encoding) for f in report.findings)
+    assert found == [
+        (0, "private-key", "valid", ("string-concat",)),
+        (1, "private-key", "valid", ("string-concat",)),
+        (2, "private-key", "valid", ("string-concat",)),
+        (3, "private-key", "valid", ("string-concat",)),
+    ]
+    assert report.issues == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '["-----BEGIN PRIVATE KEY-----", "is the marker"]',
+        '{"tags": ["aGVsbG8gd29ybGQgaGVsbG8", "b c"], "x": ["c\\n", ": d"], "y": ["a", "b"]}',
+    ],
+)
+def test_other_lists_are_not_joined(text):
+    assert list(DECODERS["string-concat"].decode(DecodeRequest(MARKER + text))) == []

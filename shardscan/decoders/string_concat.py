@@ -7,8 +7,11 @@ join adjacent literals), or ``'...' +`` (JavaScript, Java, C#), ``"..." .`` (PHP
 the PEM line breaks inside the literals are then undone by the JSON-string decoder.
 
 Only the separator between two literals of the same quote kind is removed: a closing quote,
-whitespace with at least one line break or an operator, and the next opening quote. Commas and
-colons (lists, JSON objects, arguments) never join.
+whitespace with at least one line break or an operator, and the next opening quote. Commas join
+only the lines of a key kept as a list of lines (a notebook cell's ``"source"``, ``readlines()``,
+``pem.splitlines()``): after a literal that ends in an escaped line break, a PEM marker's dashes
+or a run of base64, and before one that opens with base64 or dashes. Colons (JSON objects,
+arguments) never join.
 """
 
 from __future__ import annotations
@@ -22,12 +25,18 @@ NAME = "string-concat"
 
 _GAP = r"[ \t]*"
 _BREAK = r"(?:\\?\r?\n" + _GAP + r")+"
+_LIST_SEPARATOR = _GAP + "," + _GAP + r"(?:\\?\r?\n" + _GAP + r")*"
 _JOIN = re.compile(
     r"""(["'])"""  # the closing quote of a literal
     + _GAP
     + r"(?:[+.&]" + _GAP + r"(?:" + _BREAK + r")?"  # an operator, maybe with line breaks after it
     + r"|" + _BREAK + r"(?:[+.&]" + _GAP + r")?"  # or line breaks, maybe with an operator after them
     + r")\1"  # the opening quote of the next literal, of the same kind
+    # Or one line of a list of lines, a comma, and the next line: a base64 line (a short one only
+    # when it is the whole literal), or the END marker after any line.
+    + r"""|(?:(?<=\\n)|(?<=-----)|(?<=[A-Za-z0-9+/=]{16}))(["'])""" + _LIST_SEPARATOR
+    + r"\2(?=[A-Za-z0-9+/=]{16}|[A-Za-z0-9+/=]{1,15}(?:\\n)?\2)"
+    + r"""|(["'])""" + _LIST_SEPARATOR + r"\3(?=-----END)"
 )
 
 
