@@ -321,3 +321,19 @@ def test_detail_never_contains_the_key_body():
         for text in ("\n".join(lines), "\n".join(lines[:4] + [lines[-1]])):
             detail = verify(text, "private-key").detail
             assert not any(len(line) > 8 and line in detail for line in lines[1:-1])
+
+
+def test_a_reading_that_applies_explains_a_body_that_is_still_not_a_key():
+    """Cut before its private section, a numbered OpenSSH key is judged on its body, not on the numbers."""
+    lines = private_key_pem("ed25519").strip().splitlines()[:3]
+    numbered = "\n".join(f"{i:6}\t{line}" for i, line in enumerate(lines, 1))
+    finding = only(f"$ cat -n id_ed25519 | head -3\n{numbered}", "private-key-truncated")
+    assert (finding.verdict, finding.detail) == (
+        Verdict.INVALID,
+        "no END line, the text stops inside the key: OpenSSH private key: truncated (114 bytes, a field runs past "
+        "the end), not a key (read without the line numbers in front of each line)",
+    )
+    # A bracketed note on its own line is the body, not a log prefix.
+    assert verify("-----BEGIN PRIVATE KEY-----\n[REDACTED]\n-----END PRIVATE KEY-----", "private-key").detail == (
+        "body omitted ('[REDACTED]' on line 2), not a key"
+    )

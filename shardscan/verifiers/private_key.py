@@ -70,15 +70,22 @@ def check_private_key(candidate: Candidate, _context: object) -> Verification | 
         return Verification(Verdict.INVALID, "no complete BEGIN/END PRIVATE KEY block")
     outcome = _check_block(block)
     if outcome.verdict in (Verdict.INVALID, Verdict.REDACTED):
-        # Read as written, the body is not a key; read as a tool printed it, it may be one.
+        # Read as written, the body is not a key; read as a tool printed it, it may be one. When
+        # no reading makes it a key, the first that applies (its decoration is on every line)
+        # still says best why it is not one.
+        first: tuple[_Block, Verification] | None = None
         for reading in READINGS:
             other = _parse_block(candidate.secret, reading)
             if other is None:
                 continue
             second = _check_block(other)
+            read = (other, Verification(second.verdict, f"{second.detail} ({reading.note})"))
             if second.verdict not in (Verdict.INVALID, Verdict.REDACTED):
-                block, outcome = other, Verification(second.verdict, f"{second.detail} ({reading.note})")
+                first = read
                 break
+            first = first or read
+        if first is not None:
+            block, outcome = first
     if block.unterminated:
         return Verification(outcome.verdict, f"no END line, the text stops inside the key: {outcome.detail}")
     return outcome
@@ -108,12 +115,14 @@ class Reading:
         if not any(line.strip() for line in lines[1:]):
             return None
         out = [lines[0]]
-        for line in lines[1:]:
+        for number, line in enumerate(lines[1:], start=1):
             if not line.strip():
                 out.append("")
                 continue
             match = self.prefix.match(line)
-            if match is None:
+            # The decoration must be in front of something, except on the END line (the last
+            # piece), whose own text is not part of the body.
+            if match is None or (not line[match.end() :].strip() and number < len(lines) - 1):
                 return None
             out.append(line[match.end() :])
         return "\n".join(out)
