@@ -257,7 +257,8 @@ _KIND = {
     "github-oauth-token": "github", "github-user-token": "github", "github-refresh-token": "github",
     "github-app-installation-jwt-token": "github", "huggingface-token": "huggingface",
     "huggingface-org-token": "huggingface", "openai-api-key": "openai", "anthropic-api-key": "anthropic",
-    "anthropic-admin-key": "anthropic", "aws-access-key-id": "aws", "aws-secret-access-key": "aws",
+    "anthropic-admin-key": "anthropic", "anthropic-oauth-token": "anthropic", "aws-access-key-id": "aws",
+    "aws-secret-access-key": "aws",
     "jwt": "jwt", "jwe": "jwt", "private-key": "private-key", "private-key-truncated": "private-key",
 }
 
@@ -553,6 +554,29 @@ def positives() -> list[Case]:
     key = pem("rsa-pkcs8")
     js = "const privateKey =\n" + " +\n".join(f'  "{line}\\n"' for line in key.splitlines()) + ";"
     add("pem-in-js-string-concatenation", "pem", js, E("private-key", key))
+    # Keys as agent tools print files: numbered lines, grep's file names, a notebook's line list.
+    key = pem("ec-pkcs8")
+    view = "\n".join(f"{i:6}→{line}" for i, line in enumerate(key.splitlines(), 1))
+    add("pem-agent-file-view", "tool-output", json.dumps({"type": "tool_result", "content": view}), E("private-key", key))
+    key = pem("rsa-pkcs1")
+    head = "\n".join(f"{i:6}\t{line}" for i, line in enumerate(key.splitlines()[:20], 1))
+    add("pem-cat-n-head", "tool-output", f"$ cat -n ~/.ssh/id_rsa | head -20\n{head}\n$ ",
+        E("private-key-truncated", "\n".join(key.splitlines()[:20])))
+    key = pem("ed25519-openssh")
+    add("pem-grep-r", "tool-output",
+        "$ grep -r '' deploy/\n" + "\n".join(f"deploy/id_ed25519:{line}" for line in key.splitlines()), E("private-key", key))
+    key = pem("rsa-pkcs8")
+    source = ["KEY = \"\"\"\\\n", *(f"{line}\n" for line in key.splitlines()), "\"\"\""]
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": source}]}, indent=1)
+    add("pem-notebook-source-lines", "tool-output", notebook, E("private-key", key))
+    # Claude Code's credentials file, and the names an AWS secret goes by without its key ID.
+    at, rt = ant("claude-oauth", "oat01"), ant("claude-oauth", "ort01")
+    add("claude-credentials-json", "json", "$ cat ~/.claude/.credentials.json\n"
+        + json.dumps({"claudeAiOauth": {"accessToken": at, "refreshToken": rt, "expiresAt": 1764000000000}}),
+        E("anthropic-oauth-token", at), E("anthropic-oauth-token", rt))
+    s1, s2 = aws_secret("env-secret-key"), aws_secret("aws-configure")
+    add("aws-secret-under-other-names", "aws", f"export AWS_SECRET_KEY={s1}\n$ aws configure\nAWS Access Key ID [None]: \n"
+        f"AWS Secret Access Key [None]: {s2}\n", E("aws-secret-access-key", s1), E("aws-secret-access-key", s2))
     return cases
 
 
@@ -696,6 +720,12 @@ def negatives() -> list[Case]:
     add("openssl-rand-output", "blobs", f"$ openssl rand -base64 30\n{b64('rand', 40)}\n$ python -c 'import secrets; print(secrets.token_hex(20))'\n{hexs('tok', 40)}")
     add("graphql-cursor", "ids", '{"pageInfo": {"endCursor": "eyJpZCI6MTIzLCJ0cyI6MTcwMDAwMDAwMH0=", "hasNextPage": true}}')
     add("ghs-installation-token-placeholder", "docs", "The token looks like ghs_16C7e42F292c6912E7710c838347Ae178B4a in the docs")
+    django = "".join(_rng("django").choice(string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)") for _ in range(50))
+    add("secret-key-settings", "code", f"SECRET_KEY = 'django-insecure-{django}'\napp.secret_key = os.urandom(24)\n"
+        'AWS_SECRET_KEY = os.environ["AWS_SECRET_KEY"]\nsecretKey: ${AWS_SECRET_KEY}')
+    invented = ["-----BEGIN RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA" + b64("invented-0", 48),
+                *(b64(f"invented-{i}", 64) for i in range(1, 6)), "-----END RSA PRIVATE KEY-----"]
+    add("pem-invented-in-file-view", "keys", "\n".join(f"{i:6}→{line}" for i, line in enumerate(invented, 1)))
     return cases
 
 
@@ -737,8 +767,12 @@ def gaps() -> list[Case]:
     A token cut apart by the text itself (terminal line wrapping) reads as two unrelated pieces.
     """
     wrapped = f"GITHUB_TOKEN={ghp('gap-wrap')}"
+    secret = aws_secret("gap-k8s")
+    k8s = f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {base64.b64encode(secret.encode()).decode()}\n"
     return [
         Case("gap-terminal-wrapped-token", "gap", wrapped[:30] + "\n" + wrapped[30:], (G(wrapped.split("=", 1)[1]),)),
+        # Base64 of the secret alone: decoded, the value no longer stands next to its name.
+        Case("gap-k8s-secret-aws-value", "gap", k8s, (E("aws-secret-access-key", secret),)),
     ]
 
 

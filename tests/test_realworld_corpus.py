@@ -30,6 +30,7 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "uppercase-words-after-asia": [("aws-access-key-id", "redacted")],
     "key-prefix-constants": [("aws-access-key-id", "redacted")],
     "ghs-installation-token-placeholder": [("github-app-token", "invalid")],
+    "pem-invented-in-file-view": [("private-key", "invalid")],
 }
 
 
