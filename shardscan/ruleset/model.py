@@ -87,12 +87,7 @@ class Ruleset:
         each such cell would be read into Python, gated and decoded for nothing. A keyword counts
         as a token keyword only when *every* rule that lists it declares it so.
         """
-        anchored = []
-        for keyword in self.keywords:
-            listing = [rule for rule in self.rules if keyword in rule.keywords]
-            if listing and all(keyword in rule.token_keywords for rule in listing):
-                anchored.append(keyword)
-        return tuple(anchored)
+        return self._declared_by_every_rule("token_keywords")
 
     @property
     def context_keywords(self) -> tuple[str, ...]:
@@ -103,12 +98,16 @@ class Ruleset:
         prefilter looks for it plain and escaped, but not in base64, where it would only select
         encoded source code and configuration that happen to mention it.
         """
-        context = []
+        return self._declared_by_every_rule("context_keywords")
+
+    def _declared_by_every_rule(self, field_name: str) -> tuple[str, ...]:
+        """Keywords that every rule listing them also lists in its ``field_name``."""
+        declared = []
         for keyword in self.keywords:
             listing = [rule for rule in self.rules if keyword in rule.keywords]
-            if listing and all(keyword in rule.context_keywords for rule in listing):
-                context.append(keyword)
-        return tuple(context)
+            if listing and all(keyword in getattr(rule, field_name) for rule in listing):
+                declared.append(keyword)
+        return tuple(declared)
 
     @property
     def kinds(self) -> tuple[str, ...]:
