@@ -1,7 +1,9 @@
 """Verify PEM private keys offline: extract the body in any form, decode it, and load it with ``cryptography``.
 
-The body may come with real newlines, literal ``\\n`` escapes (JSON, logs), indentation, a diff's
-``+`` or a quote's ``>`` in front of every line, or all on one line. The verdicts:
+The body may come with real newlines, literal ``\\n`` escapes (JSON, logs), indentation, or all on
+one line; a body that is not a key as written is read again the ways tools print files
+(:data:`READINGS`: line numbers, a diff's ``+``/``-``, a quote's ``>``, grep's file names, log
+prefixes, ``<br>`` breaks, colour codes). The verdicts:
 
 * ``valid``: the key material parses (type and size in the detail);
 * ``encrypted``: encrypted PKCS#8, legacy ``Proc-Type: 4,ENCRYPTED`` PEM, an OpenSSH key with a
@@ -97,8 +99,9 @@ class Reading:
 
     ``prefix`` is removed from the start of every line and must be there on every line that
     holds anything; markup and colour codes (``<br>`` line breaks, ANSI escapes) are taken out
-    first in every reading. A reading is only kept when the body then loads as key material,
-    so trying one on text that is not a key can never make a finding out of it.
+    first in every reading. A reading changes the verdict only when the body then loads as key
+    material, so trying one on text that is not a key can never make a blocking finding of it;
+    otherwise it only words the reason why the body is not a key.
     """
 
     note: str  # how the detail says the key was read
