@@ -547,7 +547,7 @@ def redact(
     options = ScanOptions(now=_parse_now(now))
     shards, missing = discover(paths)
     if missing:
-        raise _fail(f"no such file, folder or glob match: {', '.join(missing)}", code=3)
+        raise _fail("; ".join(f"{m.path}: {m.reason}" for m in missing), code=3)
     if from_report is not None:
         try:
             data = _json.loads(from_report.read_text(encoding="utf-8"))

@@ -17,7 +17,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from shardscan.errors import ShardscanError
 from shardscan.model import Finding, Status, Verdict
 from shardscan.reader import METADATA_ROW, ShardRef
+from shardscan.reader.cells import field_label
 from shardscan.reader.parquet import row_group_offsets
 
 DEFAULT_REPLACEMENT = "[REDACTED:{kind}:{fp}]"
@@ -114,24 +115,30 @@ def parse_column_path(path: str, schema: pa.Schema) -> tuple[str, list[Step]]:
     """Split a reported column path into its top-level column and the steps below it.
 
     Field names are matched against the schema (longest first), so names containing dots or
-    brackets still resolve.
+    brackets still resolve; a field shown as ``#<i>`` (a name that could be a secret) is the
+    i-th field. A finding in a field *name* (``….name`` after ``#<i>``) cannot be redacted in
+    place: the schema would change.
     """
-    top = _longest_prefix(path, schema.names)
-    if top is None:
+    if _NAME_CELL.search(path):
+        raise RedactionError(f"column path {path!r} is a field name: rename the field (a redacted copy keeps the schema)")
+    resolved = _field_at(path, schema.names)
+    if resolved is None:
         raise RedactionError(f"column path {path!r} does not match the shard's schema")
+    top, shown = resolved
     steps: list[Step] = []
-    rest = path[len(top):]
+    rest = path[shown:]
     dtype = schema.field(top).type
     while rest:
         if pa.types.is_dictionary(dtype):
             dtype = dtype.value_type
         if pa.types.is_struct(dtype) and rest.startswith("."):
-            name = _longest_prefix(rest[1:], [f.name for f in dtype])
-            if name is None:
+            field = _field_at(rest[1:], [f.name for f in dtype])
+            if field is None:
                 raise RedactionError(f"column path {path!r}: no struct field at {rest[:20]!r}")
+            name, shown = field
             steps.append(("field", name))
             dtype = dtype.field(name).type
-            rest = rest[1 + len(name):]
+            rest = rest[1 + shown:]
         elif pa.types.is_map(dtype) and rest.startswith("{"):
             close = rest.index("}")
             label = rest[1:close]
@@ -152,6 +159,25 @@ def parse_column_path(path: str, schema: pa.Schema) -> tuple[str, list[Step]]:
         else:
             raise RedactionError(f"column path {path!r} does not match the shard's schema at {rest[:20]!r}")
     return top, steps
+
+
+# A field name reported as a cell of its own: ``…#<i>.name`` (see reader.cells.field_label).
+_NAME_CELL = re.compile(r"#\d+\.name$")
+_POSITION = re.compile(r"#(\d+)(?=$|[.\[{])")
+
+
+def _field_at(text: str, names: list[str]) -> tuple[str, int] | None:
+    """The field ``text`` starts with and how many characters show it: its name, or ``#<i>``
+    for a field whose name is not shown."""
+    name = _longest_prefix(text, names)
+    if name is not None:
+        return name, len(name)
+    match = _POSITION.match(text)
+    if match and int(match.group(1)) < len(names):
+        position = int(match.group(1))
+        if field_label(names[position], position) != names[position]:
+            return names[position], match.end()
+    return None
 
 
 def _longest_prefix(text: str, names: Iterable[str]) -> str | None:
@@ -365,10 +391,20 @@ def _edit_json(value: Any, path: str, fn: Callable[[Any], Any], top: bool = Fals
                 raise RedactionError("column path does not match the JSON value")
             path = path[1:]
         key = _longest_prefix(path, value.keys())
+        shown = len(key) if key is not None else 0
+        if key is None and (match := _POSITION.match(path)):
+            # A key shown by position (it could be a secret): the position is the field's in the
+            # batch the line was read in, so the line's own key is the one key it hides.
+            hidden = [k for i, k in enumerate(value) if field_label(k, i) != k]
+            if len(hidden) != 1:
+                raise RedactionError("column path names a hidden key the line does not hold exactly once")
+            key, shown = hidden[0], match.end()
         if key is None:
             raise RedactionError("column path names a key the line does not have")
+        if path[shown:] == ".name":  # the key itself holds the secret: rename it
+            return {(fn(k) if k == key else k): v for k, v in value.items()}
         value = dict(value)
-        value[key] = _edit_json(value[key], path[len(key):], fn)
+        value[key] = _edit_json(value[key], path[shown:], fn)
         return value
     raise RedactionError("column path leads through a scalar")
 
@@ -387,6 +423,20 @@ def _compression(parquet: pq.ParquetFile) -> str:
         return "NONE" if codec == "UNCOMPRESSED" else codec
     except Exception:
         return "snappy"
+
+
+def output_path(out_dir: Path, shard: ShardRef) -> Path:
+    """Where a shard's copy goes under ``out_dir``: its display name as a path inside ``out_dir``.
+
+    A shard given by an absolute path (or with ``..``) is displayed that way; joined as it is, it
+    would name the source itself, which writing the copy would overwrite. Its root and ``..``
+    parts are dropped instead, and a target that still is the source is refused.
+    """
+    parts = [part for part in PurePosixPath(shard.display.replace("\\", "/")).parts if part not in ("/", ".", "..")]
+    target = out_dir.joinpath(*(part.replace(":", "_") for part in parts)) if parts else out_dir / "shard"
+    if shard.filesystem is None and target.exists() and os.path.samefile(target, shard.path):
+        raise RedactionError(f"{shard.display}: the output would overwrite the shard itself (use --in-place for that)")
+    return target
 
 
 def copy_shard(source: ShardRef, destination: Path) -> None:
@@ -494,7 +544,11 @@ def redact(
         items = by_shard.get(shard.display, [])
         if not items:
             if not in_place and not only_changed and out_dir is not None:
-                copy_shard(shard, out_dir / shard.display)
+                try:
+                    copy_shard(shard, output_path(out_dir, shard))
+                except RedactionError as err:
+                    failed.append((shard.display, str(err)))
+                    continue
                 copied.append(shard.display)
             continue
         wanted = {r.fingerprint for r in items}
@@ -519,7 +573,7 @@ def redact(
                 replace_atomically(Path(shard.path), write, check)
             else:
                 assert out_dir is not None
-                target = out_dir / shard.display
+                target = output_path(out_dir, shard)
                 try:
                     write(target)
                     check(target)

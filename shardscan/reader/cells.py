@@ -19,6 +19,10 @@ from shardscan import arrow_compute as compute
 # Map keys are used in column paths only when they look like identifiers: a key could itself be
 # a secret, and a column path is printed everywhere. Other keys are shown by entry index.
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,39}")
+# Column and struct field names are freer (spaces, any script), but bounded and printable; JSON
+# objects read from JSON Lines turn their keys, which can be anything, into field names.
+_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,64}")
+_ROLE = re.compile(r"[A-Za-z][A-Za-z0-9_.\- ]{0,31}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +46,18 @@ class LeafCells:
         return self.template.format(*(arg[index] for arg in self.path_args))
 
     def role(self, index: int) -> str | None:
-        """The role of the message the cell at ``index`` belongs to, if known."""
+        """The role of the message the cell at ``index`` belongs to, if known.
+
+        A role is printed next to every finding in the message, so only a value that reads as a
+        role name (``user``, ``tool``, ``ipython``) is given; anything else, which could be a
+        secret written into the wrong field, is left out (the value is scanned as a cell).
+        """
         if self.roles is None:
             return None
         value = self.roles[index].as_py()
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
-        return value
+        return value if isinstance(value, str) and _ROLE.fullmatch(value) and not _looks_secret(value) else None
 
 
 def is_string_like(dtype: pa.DataType) -> bool:
@@ -109,10 +118,44 @@ def _escape_template(name: str) -> str:
     return name.replace("{", "{{").replace("}", "}}")
 
 
-def flatten_column(name: str, array: pa.Array) -> Iterator[LeafCells]:
-    """Yield every string-like leaf of one top-level column (one chunk of a row-group batch)."""
+def flatten_column(name: str, array: pa.Array, position: int = 0) -> Iterator[LeafCells]:
+    """Yield every string-like leaf of one top-level column (one chunk of a row-group batch).
+
+    ``position`` is the column's index in the table, its label when its name could be a secret.
+    """
     rows = np.arange(len(array), dtype=np.int64)
-    yield from _flatten(array, rows, _escape_template(name), (), None)
+    label = field_label(name, position)
+    if label != name:
+        yield from _name_cell(name, array, rows, label, ())
+    yield from _flatten(array, rows, _escape_template(label), (), None)
+
+
+def field_label(name: str, position: int) -> str:
+    """How a column or struct field appears in a column path: its name, or ``#<position>`` when
+    the name could itself be a secret (too long, control characters, a token-like run)."""
+    return name if _SAFE_NAME.fullmatch(name) and not _token_like(name) else f"#{position}"
+
+
+_ANY_LONG_RUN = re.compile(r"[A-Za-z0-9]{24,}")
+
+
+def _token_like(name: str) -> bool:
+    # A long alphanumeric run, or a shorter one holding a digit or in capitals only (AKIA…,
+    # hf_…); a descriptive name (conversationHistory, verifier_output_2) is kept.
+    if _ANY_LONG_RUN.search(name):
+        return True
+    return any(re.search(r"[0-9]", run) or run.isupper() for run in _LONG_RUN.findall(name))
+
+
+def _name_cell(name: str, array: pa.Array, rows: np.ndarray, path: str, args: tuple) -> Iterator[LeafCells]:
+    """A field name that is not shown as such, as a cell of its own (``<path>.name``, the path
+    ending in ``#<i>``) at the first row that holds the field: a JSON key read into a field name
+    is scanned like a map key."""
+    valid = np.flatnonzero(np.asarray(compute.is_valid(array).to_numpy(zero_copy_only=False)))
+    if len(valid) == 0:
+        return
+    first = valid[:1]
+    yield LeafCells(f"{path}.name", pa.array([name], pa.large_string()), rows[first], tuple(_take(arg, first) for arg in args))
 
 
 def _flatten(
@@ -131,8 +174,11 @@ def _flatten(
         own_roles = _role_array(array, children)
         if own_roles is not None:
             roles = own_roles
-        for fld, child in zip(dtype, children):
-            yield from _flatten(child, rows, f"{template}.{_escape_template(fld.name)}", args, roles)
+        for position, (fld, child) in enumerate(zip(dtype, children)):
+            label = field_label(fld.name, position)
+            if label != fld.name:
+                yield from _name_cell(fld.name, child, rows, f"{template}.{label}", args)
+            yield from _flatten(child, rows, f"{template}.{_escape_template(label)}", args, roles)
         return
     if pa.types.is_map(dtype):
         yield from _flatten_map(array, rows, template, args, roles)
@@ -180,7 +226,7 @@ def _flatten_union(
         values = compute.take(child, offsets[active] if dense else active)
         child_roles = compute.take(roles, active) if roles is not None else None
         yield from _flatten(
-            values, rows[active], f"{template}.{_escape_template(dtype[i].name)}",
+            values, rows[active], f"{template}.{_escape_template(field_label(dtype[i].name, i))}",
             tuple(_take(arg, active) for arg in args), child_roles,
         )
 

@@ -162,10 +162,10 @@ def _holds_text(dtype: pa.DataType) -> bool:
 def batch_from_table(table: pa.Table, index: int = 0, row_offset: int = 0) -> RowGroupBatch:
     """Flatten an in-memory table (one row group's worth) into leaves."""
     leaves: list[LeafCells] = []
-    for name, column in zip(table.column_names, table.columns):
+    for position, (name, column) in enumerate(zip(table.column_names, table.columns)):
         chunk_offset = 0
         for chunk in column.chunks:
-            for leaf in flatten_column(name, chunk):
+            for leaf in flatten_column(name, chunk, position):
                 if chunk_offset:
                     leaf = LeafCells(leaf.template, leaf.values, leaf.rows + chunk_offset, leaf.path_args, leaf.roles)
                 leaves.append(leaf)
