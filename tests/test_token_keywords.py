@@ -129,3 +129,9 @@ def test_rules_check_fails_an_example_the_prefilter_would_not_select(tmp_path):
     }]))
     [result] = [r for r in check_ruleset(load_ruleset([path])) if r.rule_id == "acme-glued"]
     assert (result.ok, result.problem) == (False, "example 1 is not selected by the prefilter (a token keyword inside a word?)")
+
+
+@pytest.mark.parametrize("colour", ["\x1b[32m", "\x1b[01;31m\x1b[K", "\\u001b[33m", "\\033[1;33m", "\x1b[0m"])
+def test_a_token_after_a_colour_code_selects_the_cell(colour):
+    text = '{"stdout": "cat ~/.token\\n' + colour + "ghp_" + "a1B2" * 9 + '\\n"}'
+    assert _selected([text, "x" + colour + "word"]) == [True, False]

@@ -236,3 +236,16 @@ def test_body_opening_with_a_placeholder_word_is_redacted_unless_the_checksum_ho
     # Four letters open a random body about once in a million: a matching checksum wins.
     body = "your" + tail
     assert verify("ghp_" + body + base62_crc32(body), "github-pat").verdict == Verdict.VALID
+
+
+@pytest.mark.parametrize("colour", ["\x1b[32m", "\x1b[01;31m\x1b[K", "\\u001b[33m", "\\033[1;33m"])
+@pytest.mark.parametrize(
+    "template, rule",
+    [("{{github:ghp_}}", "github-pat"), ("{{hf}}", "huggingface-token"), ("{{openai:sk-proj-}}", "openai-api-key"),
+     ("{{anthropic:oat01}}", "anthropic-oauth-token"), ("{{jwt}}", "jwt"), ("{{aws_id:AKIA}}", "aws-access-key-id")],
+)
+def test_tokens_printed_in_colour_are_found(colour, template, rule):
+    """A terminal colour code ends in a letter; the token after it still starts a token."""
+    token = expand(template, seed=colour)
+    finding = only(f"Your token: {colour}{token}\x1b[0m", rule)
+    assert finding.verdict in (Verdict.VALID, Verdict.UNVERIFIED)
