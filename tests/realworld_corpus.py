@@ -420,7 +420,7 @@ def positives() -> list[Case]:
     add("aws-presigned-url", "aws",
         f"https://bucket.s3.amazonaws.com/data.parquet?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={kid}%2F20261202%2F"
         f"us-east-1%2Fs3%2Faws4_request&X-Amz-Date=20261202T120000Z&X-Amz-Expires=3600&X-Amz-Signature={hexs('presig', 64)}",
-        E("aws-access-key-id", kid))
+        E("aws-access-key-id", kid, "expired"))  # a temporary key ID alone: its session is over
 
     # private keys: every type, every wrapping
     key = pem("ed25519-openssh")

@@ -79,6 +79,11 @@ def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
             pieces.append(f"the 40 characters next to it are {reason}, not a secret key")
     else:
         pieces.append("no secret access key next to it")
+        if prefix == "ASIA":
+            # CloudTrail records and STS output print these by the hundred. Without its secret and
+            # session token a temporary key ID grants nothing, and its session lasts 36 hours at most.
+            pieces.append("a temporary key ID alone, from a session that lasts 36 hours at most: not usable")
+            return Verification(Verdict.EXPIRED, ", ".join(pieces))
     return Verification(Verdict.UNVERIFIED, ", ".join(pieces))
 
 
