@@ -174,6 +174,14 @@ def test_token_signed_with_a_documented_secret_is_an_example(alg):
     assert "signature verifies with 'your-256-bit-secret'" in finding.detail
 
 
+@pytest.mark.parametrize("secret", [b"test-secret", b"secret-key", b"jwt_secret"])
+def test_token_signed_with_a_test_suite_secret_is_an_example(secret):
+    token = _signed({"sub": "user-1"}, secret)
+    finding = only(f"Authorization: Bearer {token}", "jwt")
+    assert finding.verdict == Verdict.EXAMPLE
+    assert f"signature verifies with '{secret.decode()}'" in finding.detail
+
+
 def test_token_signed_with_an_unknown_secret_is_valid():
     token = _signed({"user_id": 7, "exp": ts("2030-01-01T00:00:00")}, random.Random(3).randbytes(32))
     assert only(f"Bearer {token}", "jwt").verdict == Verdict.VALID
