@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from shardscan.synth import private_key_pem
 from shardscan.verifiers import VERIFIERS, VerifyContext, verify_candidate
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
+_PROSE = re.compile(r"[a-z ,.:;'()-]+")
 PREFIXES = [
     "", "ghp_", "ghs_12_eyJ", "github_pat_", "sk-", "sk-proj-", "sk-ant-api03-", "hf_", "AKIA", "ASIA", "eyJ",
     "eyJhbGciOiJIUzI1NiJ9.", "-----BEGIN PRIVATE KEY-----\n", "-----BEGIN OPENSSH PRIVATE KEY-----\\n",
@@ -36,7 +38,9 @@ def _run_all(secret: str, pair: str | None = None, kinds: tuple[str, ...] = KIND
         outcome = verify_candidate(candidate, tuple(VERIFIERS), context)
         assert isinstance(outcome.verdict, Verdict)
         assert "failed (" not in outcome.detail, outcome.detail  # no verifier crashed
-        if len(secret) >= 12:
+        # A detail is prose around a fixed vocabulary ("placeholder text ('placeholder')"), and
+        # Hypothesis draws strings from that vocabulary: lowercase prose is not a secret to leak.
+        if len(secret) >= 12 and not _PROSE.fullmatch(secret):
             assert secret not in outcome.detail
 
 
