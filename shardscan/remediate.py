@@ -425,17 +425,22 @@ def _compression(parquet: pq.ParquetFile) -> str:
         return "snappy"
 
 
-def output_path(out_dir: Path, shard: ShardRef) -> Path:
+def output_path(out_dir: Path, shard: ShardRef, inputs: frozenset[str] = frozenset()) -> Path:
     """Where a shard's copy goes under ``out_dir``: its display name as a path inside ``out_dir``.
 
     A shard given by an absolute path (or with ``..``) is displayed that way; joined as it is, it
     would name the source itself, which writing the copy would overwrite. Its root and ``..``
-    parts are dropped instead, and a target that still is the source is refused.
+    parts are dropped instead. A target that is the source, or any other input (``inputs``: real
+    paths; ``--out`` inside the scanned folder can name one), is refused: redaction never writes
+    over, or removes, a file it was given.
     """
     parts = [part for part in PurePosixPath(shard.display.replace("\\", "/")).parts if part not in ("/", ".", "..")]
     target = out_dir.joinpath(*(part.replace(":", "_") for part in parts)) if parts else out_dir / "shard"
     if shard.filesystem is None and target.exists() and os.path.samefile(target, shard.path):
         raise RedactionError(f"{shard.display}: the output would overwrite the shard itself (use --in-place for that)")
+    if os.path.realpath(target) in inputs:
+        raise RedactionError(f"{shard.display}: the output would overwrite another input shard; choose an --out "
+                             "folder outside the inputs")
     return target
 
 
@@ -536,6 +541,7 @@ def redact(
     by_shard: dict[str, list[Redaction]] = defaultdict(list)
     for r in redactions:
         by_shard[r.shard].append(r)
+    inputs = frozenset(os.path.realpath(s.path) for s in shards if s.filesystem is None)
     entries: list[ManifestEntry] = []
     written: list[str] = []
     copied: list[str] = []
@@ -545,9 +551,12 @@ def redact(
         if not items:
             if not in_place and not only_changed and out_dir is not None:
                 try:
-                    copy_shard(shard, output_path(out_dir, shard))
+                    copy_shard(shard, output_path(out_dir, shard, inputs))
                 except RedactionError as err:
                     failed.append((shard.display, str(err)))
+                    continue
+                except OSError as exc:
+                    failed.append((shard.display, f"{shard.display}: copy failed ({type(exc).__name__})"))
                     continue
                 copied.append(shard.display)
             continue
@@ -573,7 +582,7 @@ def redact(
                 replace_atomically(Path(shard.path), write, check)
             else:
                 assert out_dir is not None
-                target = output_path(out_dir, shard)
+                target = output_path(out_dir, shard, inputs)
                 try:
                     write(target)
                     check(target)

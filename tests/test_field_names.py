@@ -94,3 +94,46 @@ def test_redaction_renames_a_secret_json_key_and_keeps_the_source(shards: Path, 
 def test_field_labels(name: str, shown: bool):
     assert (field_label(name, 3) == name) is shown
     assert field_label(name, 3) in (name, "#3")
+
+
+def test_a_secret_key_on_several_lines_is_reported_and_redacted_on_each(tmp_path: Path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    lines = [{GH: "v1"}, {"normal": "plain"}, {GH: "again"}]
+    (folder / "k.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    found = sorted((f.location.row, f.location.column, f.rule_id) for f in scan([str(folder)]).findings)
+    assert found == [(0, "#0.name", "github-pat"), (2, "#0.name", "github-pat")]
+    proc = _cli("redact", str(folder), "--out", str(tmp_path / "o"), "--no-allowlist")
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert not _leaks((tmp_path / "o" / "k.jsonl").read_text())
+
+
+def test_a_hidden_parquet_column_is_numbered_in_the_file_and_redacted_there(tmp_path: Path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    # The first column holds no text, so it is not read: positions still count it.
+    pq.write_table(pa.table({"id": [1, 2], GH: ["x", f"key {HF}"]}), folder / "p.parquet")
+    found = sorted((f.location.row, f.location.column, f.rule_id) for f in scan([str(folder)]).findings)
+    assert found == [(0, "#1.name", "github-pat"), (1, "#1", "huggingface-token"), (1, "#1.name", "github-pat")]
+    report = tmp_path / "r.json"
+    _cli("scan", str(folder), "--format", "json", "--output", str(report), "--no-allowlist")
+    data = json.loads(report.read_text())
+    data["findings"] = [f for f in data["findings"] if f["column"] == "#1"]
+    report.write_text(json.dumps(data))
+    proc = _cli("redact", str(folder), "--out", str(tmp_path / "o"), "--from", str(report), "--no-allowlist")
+    assert proc.returncode == 0, proc.stderr[-500:]
+    column = pq.read_table(tmp_path / "o" / "p.parquet").column(1).to_pylist()
+    assert column[0] == "x" and column[1].startswith("key [REDACTED:huggingface:")
+
+
+def test_redact_never_writes_over_another_input(tmp_path: Path):
+    folder = tmp_path / "d"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.jsonl").write_text(json.dumps({"t": f"token {GH}"}) + "\n")
+    (folder / "sub" / "a.jsonl").write_text(json.dumps({"t": "other data"}) + "\n")
+    before = (folder / "sub" / "a.jsonl").read_bytes()
+    proc = _cli("redact", str(folder), "--out", str(folder / "sub"), "--no-allowlist")
+    assert proc.returncode != 0
+    assert "would overwrite another input shard" in proc.stdout + proc.stderr
+    assert (folder / "sub" / "a.jsonl").read_bytes() == before
+    assert "Traceback" not in proc.stderr

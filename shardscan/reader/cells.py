@@ -21,7 +21,7 @@ from shardscan import arrow_compute as compute
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,39}")
 # Column and struct field names are freer (spaces, any script), but bounded and printable; JSON
 # objects read from JSON Lines turn their keys, which can be anything, into field names.
-_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,64}")
+_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]{1,64}")
 _ROLE = re.compile(r"[A-Za-z][A-Za-z0-9_.\- ]{0,31}")
 
 
@@ -149,13 +149,15 @@ def _token_like(name: str) -> bool:
 
 def _name_cell(name: str, array: pa.Array, rows: np.ndarray, path: str, args: tuple) -> Iterator[LeafCells]:
     """A field name that is not shown as such, as a cell of its own (``<path>.name``, the path
-    ending in ``#<i>``) at the first row that holds the field: a JSON key read into a field name
-    is scanned like a map key."""
+    ending in ``#<i>``) at every row that holds the field: a JSON key read into a field name is
+    scanned like a map key, and reported (and redacted) on each line that has it. One dictionary
+    value, so the name is scanned once however many rows hold it."""
     valid = np.flatnonzero(np.asarray(compute.is_valid(array).to_numpy(zero_copy_only=False)))
     if len(valid) == 0:
         return
-    first = valid[:1]
-    yield LeafCells(f"{path}.name", pa.array([name], pa.large_string()), rows[first], tuple(_take(arg, first) for arg in args))
+    values = pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(valid), dtype=np.int32)),
+                                            pa.array([name], pa.large_string()))
+    yield LeafCells(f"{path}.name", values, rows[valid], tuple(_take(arg, valid) for arg in args))
 
 
 def _flatten(
@@ -225,10 +227,11 @@ def _flatten_union(
         child = array.field(i)
         values = compute.take(child, offsets[active] if dense else active)
         child_roles = compute.take(roles, active) if roles is not None else None
-        yield from _flatten(
-            values, rows[active], f"{template}.{_escape_template(field_label(dtype[i].name, i))}",
-            tuple(_take(arg, active) for arg in args), child_roles,
-        )
+        label = field_label(dtype[i].name, i)
+        child_args = tuple(_take(arg, active) for arg in args)
+        if label != dtype[i].name:
+            yield from _name_cell(dtype[i].name, values, rows[active], f"{template}.{label}", child_args)
+        yield from _flatten(values, rows[active], f"{template}.{_escape_template(label)}", child_args, child_roles)
 
 
 def _take(arg: np.ndarray | list, parent: np.ndarray) -> np.ndarray | list:

@@ -71,7 +71,7 @@ def read_row_group(
         table = parquet.read_row_group(index, columns=columns, use_threads=threads)
     except Exception as exc:
         raise _unreadable(shard, index, exc) from None
-    return batch_from_table(table, index, row_offset)
+    return batch_from_table(table, index, row_offset, parquet.schema_arrow)
 
 
 def _unreadable(shard: ShardRef, index: int, exc: Exception) -> ShardReadError:
@@ -127,7 +127,7 @@ def iter_row_group_slices(
             raise _unreadable(shard, index, exc) from None
         if batch is None:
             break
-        yield batch_from_table(pa.Table.from_batches([batch]), index, row_offset + start)
+        yield batch_from_table(pa.Table.from_batches([batch]), index, row_offset + start, parquet.schema_arrow)
         start += batch.num_rows
         del batch  # drop the slice before the next one is decoded
     if start != num_rows:
@@ -159,10 +159,18 @@ def _holds_text(dtype: pa.DataType) -> bool:
     return any(_holds_text(f.type) for f in fields)
 
 
-def batch_from_table(table: pa.Table, index: int = 0, row_offset: int = 0) -> RowGroupBatch:
-    """Flatten an in-memory table (one row group's worth) into leaves."""
+def batch_from_table(
+    table: pa.Table, index: int = 0, row_offset: int = 0, schema: pa.Schema | None = None
+) -> RowGroupBatch:
+    """Flatten an in-memory table (one row group's worth) into leaves.
+
+    ``schema`` is the file's full schema when ``table`` holds only some of its columns: a column
+    shown by position (``#<i>``) is numbered in the file, where redaction looks it up.
+    """
     leaves: list[LeafCells] = []
-    for position, (name, column) in enumerate(zip(table.column_names, table.columns)):
+    names = (schema or table.schema).names
+    for name, column in zip(table.column_names, table.columns):
+        position = names.index(name) if name in names else table.column_names.index(name)
         chunk_offset = 0
         for chunk in column.chunks:
             for leaf in flatten_column(name, chunk, position):
