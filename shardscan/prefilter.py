@@ -195,7 +195,6 @@ class Prefilter:
         return out
 
 
-
 def _re2(values: pa.Array, pattern: str) -> np.ndarray:
     """RE2's mask of the cells of ``values`` holding a match of ``pattern`` (nulls are False)."""
     matched = compute.match_substring_regex(values, pattern)
