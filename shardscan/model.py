@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from operator import attrgetter
+
+
+def pickled_by_position(cls: type) -> type:
+    """Pickle (and copy) a frozen slotted dataclass as its constructor's arguments.
+
+    Findings cross from worker processes to the parent by the thousand. The pickling dataclasses
+    give slotted frozen classes sets each field through a Python-level ``__setstate__``, about
+    twice the cost of calling the constructor with the values in order.
+    """
+    values = attrgetter(*(f.name for f in fields(cls) if f.init))
+
+    def __reduce__(self: object) -> tuple[type, tuple[object, ...]]:
+        return cls, values(self)
+
+    cls.__reduce__ = __reduce__  # type: ignore[method-assign]
+    return cls
 
 
 class Verdict(StrEnum):
@@ -25,6 +42,7 @@ class Status(StrEnum):
     ALLOWLISTED = "allowlisted"
 
 
+@pickled_by_position
 @dataclass(frozen=True, slots=True)
 class CellLocation:
     """Where a cell lives: shard (relative to the scanned root), 0-based row, column path."""
@@ -72,6 +90,7 @@ class AllowlistRef:
     reviewed: str
 
 
+@pickled_by_position
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One secret found at one cell location. Carries no plaintext, only previews and hashes."""

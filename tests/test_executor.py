@@ -165,6 +165,22 @@ def test_work_items_are_picklable_plain_values(tmp_path):
         item.row_group = 1  # type: ignore[misc]
 
 
+def test_findings_keep_every_field_through_pickling():
+    """Findings travel from workers by pickle, built from their constructor's arguments."""
+    import copy
+    import pickle
+
+    from shardscan.model import AllowlistRef, CellLocation, Finding, Status, Verdict
+
+    finding = Finding("rule", "kind", "high", CellLocation("a.parquet", 3, "task", "user"), 1, 9, "f" * 16,
+                      "ghp_…", Verdict.EXPIRED, "why", ("base64",), "ctx", False, Status.ALLOWLISTED,
+                      AllowlistRef(2, "kept on purpose", "reviewer", "2026-11-30"), revealed="plain")
+    for clone in (pickle.loads(pickle.dumps(finding)), copy.copy(finding)):
+        assert clone == finding
+        assert clone.revealed == "plain"  # compare=False: checked on its own
+        assert type(clone.verdict) is Verdict and type(clone.location) is CellLocation
+
+
 def test_stats_option_prints_stage_times(tmp_path):
     data = tmp_path / "data"
     token = expand("{{github:ghp_}}", seed="exec-stats")
