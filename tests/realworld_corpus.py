@@ -551,6 +551,11 @@ def positives() -> list[Case]:
         f"Authorization: Basic {base64.b64encode(f'x-access-token:{g}'.encode()).decode()}", G(g))
     add("k8s-secret-data-base64", "yaml",
         f"kind: Secret\ndata:\n  HF_TOKEN: {base64.b64encode(h.encode()).decode()}\n", E("huggingface-token", h))
+    # Base64 of the secret alone: decoded, it is read under the name it is assigned to.
+    sec = aws_secret("gap-k8s")
+    add("k8s-secret-aws-value", "yaml",
+        f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {base64.b64encode(sec.encode()).decode()}\n",
+        E("aws-secret-access-key", sec))
     key = pem("rsa-pkcs8")
     js = "const privateKey =\n" + " +\n".join(f'  "{line}\\n"' for line in key.splitlines()) + ";"
     add("pem-in-js-string-concatenation", "pem", js, E("private-key", key))
@@ -696,6 +701,10 @@ def negatives() -> list[Case]:
     add("k8s-configmap-hashes", "yaml",
         f"metadata:\n  annotations:\n    checksum/config: {hexs('cm', 64)}\n    kubectl.kubernetes.io/last-applied-configuration: "
         f"'{{\"uid\":\"{uuid('k8s')}\"}}'\nimage: registry.k8s.io/pause@sha256:{hexs('pause', 64)}")
+    enc = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    add("k8s-secret-placeholders", "yaml",
+        f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {enc('changeme')}\n  SECRET_KEY: {enc(b64('k8s-django', 40))}\n"
+        f"  aws_secret_access_key: {enc('wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY')}\n")
     add("aws-keyid-docs-prose", "docs",
         "Access key IDs beginning with AKIA are long-term credentials for an IAM user, and those beginning with "
         "ASIA are temporary. For example AKIA**************** is masked in the console.")
@@ -767,12 +776,8 @@ def gaps() -> list[Case]:
     A token cut apart by the text itself (terminal line wrapping) reads as two unrelated pieces.
     """
     wrapped = f"GITHUB_TOKEN={ghp('gap-wrap')}"
-    secret = aws_secret("gap-k8s")
-    k8s = f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {base64.b64encode(secret.encode()).decode()}\n"
     return [
         Case("gap-terminal-wrapped-token", "gap", wrapped[:30] + "\n" + wrapped[30:], (G(wrapped.split("=", 1)[1]),)),
-        # Base64 of the secret alone: decoded, the value no longer stands next to its name.
-        Case("gap-k8s-secret-aws-value", "gap", k8s, (E("aws-secret-access-key", secret),)),
     ]
 
 

@@ -218,6 +218,46 @@ def test_keyword_gate_drops_decodings_that_cannot_pay_off():
     assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, keywords)] == [(), ("json-string",)]
 
 
+@pytest.mark.parametrize(
+    "line, label",
+    [
+        ("  aws_secret_access_key: ", "aws_secret_access_key: "),
+        ('{"data": {"AWS_SECRET_ACCESS_KEY": "', 'AWS_SECRET_ACCESS_KEY": "'),
+        (r'{\"secretAccessKey\": \"', r'secretAccessKey\": \"'),
+        ("export AWS_SECRET_KEY=", "AWS_SECRET_KEY="),
+        ("x\n  Secret access key = '", "Secret access key = '"),
+        # Not an assignment to a context keyword: no label.
+        ("  SECRET_KEY: ", ""),
+        ("aws_secret_access_key is stored as ", ""),
+        ("aws_secret_access_key: see docs; data: ", ""),
+        ("aws_secret_access_key: x\n  token: ", ""),
+    ],
+)
+def test_label_before_names_the_context_keyword_a_value_is_assigned_to(line, label):
+    ruleset = load_ruleset()
+    keywords = KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
+    text = line + "QUJD" * 14
+    assert keywords.label_before(text, len(line)) == label
+
+
+def test_base64_value_of_a_named_secret_is_read_under_its_name():
+    """A Kubernetes Secret holds the base64 of the bare value: decoded, it keeps its name."""
+    secret = expand("{{aws_secret}}", seed="label-1")
+    encoded = base64.b64encode(secret.encode()).decode()
+    text = f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {encoded}\n"
+    ruleset = load_ruleset()
+    keywords = KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
+    decoded = [v for v in views(text, DecodeLimits(), lambda m: None, keywords) if v.encoding]
+    assert [(v.encoding, v.text) for v in decoded] == [(("base64",), f"AWS_SECRET_ACCESS_KEY: {secret}")]
+    assert decoded[0].original_span(30, 40) == (text.index(encoded), text.index(encoded) + len(encoded))
+    findings, _ = Scanner(ruleset, ScanOptions(now=FIXED_NOW)).scan_text(text)
+    assert [(f.rule_id, f.encoding, text[f.start : f.end]) for f in findings] == [
+        ("aws-secret-access-key", ("base64",), encoded)
+    ]
+    # The same value under a framework's secret name is not an AWS secret.
+    assert Scanner(ruleset, ScanOptions(now=FIXED_NOW)).scan_text(text.replace("AWS_SECRET_ACCESS_KEY", "SECRET_KEY"))[0] == []
+
+
 def test_decoders_module_exports():
     assert decoders.DecodeLimits().max_depth == 3
     assert isinstance(OffsetMap((0,), (1,), (0,), (6,)).start_in_parent(0), int)

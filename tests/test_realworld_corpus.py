@@ -31,6 +31,7 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "key-prefix-constants": [("aws-access-key-id", "redacted")],
     "ghs-installation-token-placeholder": [("github-app-token", "invalid")],
     "pem-invented-in-file-view": [("private-key", "invalid")],
+    "k8s-secret-placeholders": [("aws-secret-access-key", "example")],
 }
 
 

@@ -55,6 +55,11 @@ EXCERPT_AFTER = 16 * 1024
 MAX_EXCERPTS = 64
 # Inputs longer than this are searched with RE2 (C++); shorter ones with Python's re.
 RE2_ABOVE = 64 * 1024
+# A name a base64 value is assigned to (see KeywordSet.label_before): at most this many characters
+# before the value, on its line: the keyword, the rest of the name, a quote, ":" or "=", a quote.
+LABEL_CHARS = 96
+_LABEL_QUOTES = " \t\"'\\"
+_LABEL_REST = re.compile(r"""[A-Za-z0-9_ .-]{0,40}\\{0,2}["']?[ \t]*[:=][ \t]*\\{0,2}["']?""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +112,8 @@ class KeywordSet:
     plain_bytes: tuple[bytes, ...] = ()  # the plain keywords as UTF-8 bytes
     # RE2 patterns of the encoded forms (:func:`encoded_keyword_patterns`), which the prefilter uses too.
     encoded: tuple[str, ...] = ()
+    # The keywords that name a secret rather than start it (``Ruleset.context_keywords``).
+    context: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -118,7 +125,26 @@ class KeywordSet:
         literals = sorted({_re2_literal(k) for k in plain})
         encoded = tuple(encoded_keyword_patterns(plain, token_keywords, context_keywords))
         parts = literals + sorted(set(encoded))
-        return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain), encoded)
+        context = tuple(k for k in dict.fromkeys(context_keywords) if k)
+        return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain), encoded,
+                   context)
+
+    def label_before(self, text: str, start: int) -> str:
+        """The name a value at ``start`` is assigned to, when it is a context keyword (else "").
+
+        ``  aws_secret_access_key: <base64>`` in a Kubernetes Secret gives
+        ``aws_secret_access_key: ``: decoded, the value would stand alone, and a rule that needs
+        its name next to it would no longer see it.
+        """
+        lo = max(0, start - LABEL_CHARS)
+        head = text[text.rfind("\n", lo, start) + 1 or lo : start]
+        if not self.context or not head.rstrip(_LABEL_QUOTES).endswith((":", "=")):
+            return ""
+        found = sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
+        for at, length in found:
+            if _LABEL_REST.fullmatch(head, at + length):
+                return head[at:]
+        return ""
 
     def in_binary(self, data: bytes) -> bool:
         """True when a binary blob holds a plain keyword (only then is it worth reading as text)."""
@@ -333,8 +359,11 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
     if keywords is None:
         return text
     if not decoder.text_transform:
-        # A whole new text (base64): worth it when it holds a keyword, plain or encoded, or is
-        # itself encoded again (nested base64, where no keyword form can be seen yet).
+        # A whole new text (base64): read under the name it was assigned to when that is a
+        # context keyword; else worth it when it holds a keyword, plain or encoded, or is itself
+        # encoded again (nested base64, where no keyword form can be seen yet).
+        if label := keywords.label_before(parent.text, decoded.start):
+            return label + text
         return text if keywords.matches(text) or base64_.mostly_base64(text) else None
     offsets = decoded.offsets
     if offsets is None:
