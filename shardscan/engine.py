@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from shardscan import arrow_compute as compute
 from shardscan import decoders
 from shardscan.decoders import DecodeLimits
+from shardscan.decoders.shell_prompt import NAME as SHELL_PROMPT
 from shardscan.detect import RegexTimeout, detect
 from shardscan.errors import ShardReadError, describe_exception
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
@@ -456,6 +457,9 @@ def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> lis
     2. A candidate is dropped when a deeper decoding of the same text (its chain extends the
        candidate's chain) found the same rule over a span covering it: that decoding read
        further (the escaped line breaks of a doubly escaped key, a key cut at an escaped dash).
+       Conversely, a candidate is dropped when the shell-prompt decoding of its text found the
+       same rule starting where it starts and ending sooner: read as written, the token ran on
+       into the user name of a prompt glued after it.
     3. A match lying wholly inside a longer match of another rule (the JWT inside a
        ``ghs_<appid>_<JWT>`` token) is the same secret.
     """
@@ -477,6 +481,14 @@ def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> lis
             and o[0].encoding[: len(item[0].encoding)] == item[0].encoding
             and o[1] <= item[1]
             and item[2] <= o[2]
+            for o in best
+        )
+        and not any(
+            o[0].rule_id == item[0].rule_id
+            and o[0].encoding[: len(item[0].encoding)] == item[0].encoding
+            and SHELL_PROMPT in o[0].encoding[len(item[0].encoding) :]
+            and o[1] == item[1]
+            and o[2] < item[2]
             for o in best
         )
     ]

@@ -159,6 +159,12 @@ def _numbered(text: str) -> str:
     return "\n".join(f"{number:6}→{line}" for number, line in enumerate(text.splitlines(), start=1))
 
 
+def _compose_logs(text: str) -> str:
+    """``text`` as ``docker compose logs`` prints it: the service name and a bar on every line after the first."""
+    first, *rest = text.splitlines()
+    return "\n".join([first] + [f"app-1  | {line}" for line in rest])
+
+
 Generator = Callable[[random.Random, str], str]
 
 GENERATORS: dict[str, Generator] = {
@@ -181,6 +187,7 @@ GENERATORS: dict[str, Generator] = {
     "pem_head_escaped": lambda rng, arg: _pem_head(arg).replace("\n", "\\n"),
     "pem_numbered": lambda rng, arg: _numbered(private_key_pem(arg or "rsa")),
     "pem_head_numbered": lambda rng, arg: _numbered(_pem_head(arg)),
+    "pem_compose_logs": lambda rng, arg: _compose_logs(private_key_pem(arg or "rsa").strip()),
 }
 
 

@@ -545,6 +545,10 @@ def positives() -> list[Case]:
         E("private-key-truncated", head, "unverified"))
     g = ghp("unicode-escape")
     add("unicode-escaped-neighbour", "wrapping", '{"html": "\\u003ccode\\u003e' + g + '\\u003c/code\\u003e"}', G(g))
+    # A token file without a final newline, in a terminal capture: the next prompt is glued to it.
+    h = hf("token-file")
+    add("token-file-glued-prompt", "tool-output",
+        f"root@4f2a:/app# cat ~/.cache/huggingface/token\n{h}root@4f2a:/app# ", E("huggingface-token", h))
     # Once known gaps, found since decoding (base64) and literal joining (string-concat) landed.
     g, h = ghp("gap-basic"), hf("gap-k8s")
     add("basic-auth-base64", "wrapping",

@@ -24,7 +24,9 @@ def decode_one(name: str, text: str) -> list:
 
 
 def test_registry_names_match_decoder_records():
-    assert list(DECODERS) == ["json-string", "percent", "base64", "html-entity", "hex-escape", "string-concat"]
+    assert list(DECODERS) == [
+        "json-string", "percent", "base64", "html-entity", "hex-escape", "string-concat", "shell-prompt"
+    ]
     for name, decoder in DECODERS.items():
         assert decoder.name == name
 
@@ -42,6 +44,8 @@ def test_registry_names_match_decoder_records():
         ("html-entity", "&lt;a&gt; &amp;&#45;&#x2D;&hyphen; &bogus;", "<a> &--\u2010 &bogus;"),
         ("html-entity", "&#0; &#xD800; &#1114112;", "\ufffd \ufffd \ufffd"),
         ("hex-escape", r"\x67\x68p\x5f and \xe2\x80\x93", "ghp_ and \u2013"),
+        ("shell-prompt", "hf_abc123root@4f2a:/app# ls", "hf_abc123\nroot@4f2a:/app# ls"),
+        ("shell-prompt", "tokenubuntu@ip-10-0-0-1:~$ x=1", "token\nubuntu@ip-10-0-0-1:~$ x=1"),
     ],
 )
 def test_escape_decoders_decode_in_place(name, text, expected):
@@ -53,6 +57,34 @@ def test_escape_decoders_decode_in_place(name, text, expected):
 @pytest.mark.parametrize("name", ["json-string", "percent", "html-entity", "hex-escape"])
 def test_escape_decoders_yield_nothing_without_escapes(name):
     assert decode_one(name, "plain text, 100% normal & fine \\q") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mail root@example.com:/x# ok",  # a user name after a space: nothing is glued
+        "hf_abc123rootless@host:/app# ",  # not a known user name
+        "ssh git@github.com:org/repo.git",
+        "hf_abc123root@host is not a prompt",
+    ],
+)
+def test_shell_prompt_splits_only_glued_prompts(text):
+    assert decode_one("shell-prompt", text) == []
+
+
+def test_token_glued_to_the_next_prompt_is_found_whole():
+    """A token file printed without its final newline, as a terminal capture shows it."""
+    ruleset = load_ruleset()
+    token = expand("{{hf}}", seed="prompt-1")
+    jwt = expand("{{jwt}}", seed="prompt-2")
+    scanner = Scanner(ruleset, ScanOptions(now=FIXED_NOW))
+    for value, rule in ((token, "huggingface-token"), (jwt, "jwt")):
+        text = f"root@4f2a:/app# cat ~/.cache/token\n{value}root@4f2a:/app# exit"
+        findings, _ = scanner.scan_text(text)
+        # Once: the reading that ran on into the prompt's user name is not reported beside it.
+        assert [(f.rule_id, str(f.verdict), f.encoding, text[f.start : f.end]) for f in findings] == [
+            (rule, "unverified" if rule == "huggingface-token" else "valid", ("shell-prompt",), value)
+        ]
 
 
 def test_offset_map_maps_spans_to_the_whole_escapes():

@@ -46,6 +46,7 @@ def test_builtin_token_keywords():
         ('{"token": "eyJhbGciOi"}', True),
         ("https://app.example.com/session/eyJhbGciOi", True),
         ("redirect%3Fsession%3DeyJhbGciOi", True),
+        ("next=%252Fx%253Ftoken%253DeyJhbGciOi", True),  # a redirect URL encoded twice
         ("\\u003deyJhbGciOi", True),
         ("\\x3deyJhbGciOi", True),
         ('{"out": "a\\neyJhbGciOi"}', True),

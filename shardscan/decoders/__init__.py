@@ -18,7 +18,7 @@ from functools import lru_cache
 import pyarrow as pa
 
 from shardscan import arrow_compute as compute
-from shardscan.decoders import base64_, hex_escape, html_entities, json_string, percent, string_concat
+from shardscan.decoders import base64_, hex_escape, html_entities, json_string, percent, shell_prompt, string_concat
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
 
 __all__ = [
@@ -41,6 +41,7 @@ DECODERS: dict[str, Decoder] = {
     html_entities.NAME: html_entities.DECODER,
     hex_escape.NAME: hex_escape.DECODER,
     string_concat.NAME: string_concat.DECODER,
+    shell_prompt.NAME: shell_prompt.DECODER,
 }
 """Every decoder, by the name that appears in a finding's decode chain."""
 

@@ -113,7 +113,7 @@ def substitute(
     """Decode every match of ``pattern`` in place (``replace`` returning None leaves it as is).
 
     Returns the whole decoded text with its offset map, or None when nothing changed (an escape
-    is never shorter than what it decodes to, so the result is never longer than the input). With
+    is never shorter than what it decodes to; only the shell-prompt split adds a line break). With
     ``request.within``, only escapes touching the parent's own changes are decoded (the others
     were decoded by the sibling path already).
     """

@@ -131,8 +131,9 @@ class Reading:
         return "\n".join(out)
 
 
-# Markup and colour codes that a terminal or a web page renders and a key never holds.
-_MARKUP = re.compile(r"<br\s*/?>|(?:\x1b|\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;?]*[A-Za-z]", re.I)
+# Markup and colour codes that a terminal or a web page renders, and the ^M that cat -v shows for
+# a carriage return: a key never holds them.
+_MARKUP = re.compile(r"<br\s*/?>|(?:\x1b|\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;?]*[A-Za-z]|\^M(?=\\n|\n|$)", re.I)
 
 READINGS: tuple[Reading, ...] = (
     Reading("read without markup or colour codes"),
@@ -143,10 +144,14 @@ READINGS: tuple[Reading, ...] = (
     Reading("read without the diff or quote mark in front of each line", re.compile(r"[ \t]*[+\->]")),
     # grep -r ("path/key.pem:") and grep -rn ("path/key.pem:12:").
     Reading("read without the file name in front of each line", re.compile(r"[ \t]*[^\s:]{1,200}:(?:\d{1,7}:)?")),
-    # Log lines ("[2024-05-01 10:00:00] ", "2024-05-01T10:00:00Z INFO ").
+    # Log lines ("[2024-05-01 10:00:00] ", "2024-05-01T10:00:00Z INFO ", syslog's "May  1 10:00:00 host app[42]: ").
     Reading("read without the log prefix in front of each line",
             re.compile(r"[ \t]*(?:\[[^\]\n]{1,60}\]|\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?"
-                       r"(?:[ \t]+[A-Z]{3,8}:?)?)[ \t]*")),
+                       r"(?:[ \t]+[A-Z]{3,8}:?)?|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d[ \t]+\S{1,64}[ \t]+"
+                       r"[^\s:]{1,64}:)[ \t]*")),
+    # docker compose logs ("app-1  | ").
+    Reading("read without the service name in front of each line",
+            re.compile(r"[ \t]*[A-Za-z0-9][A-Za-z0-9_.-]{0,63}[ \t]+\|[ \t]?")),
 )
 
 
