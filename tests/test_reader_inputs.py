@@ -29,8 +29,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     if path.name.endswith(".gz"):
         data = gzip.compress(data)
         path.write_bytes(data)
-    elif path.name.endswith(".zst"):
-        with pa.CompressedOutputStream(str(path), "zstd") as out:
+    elif path.name.endswith((".zst", ".bz2")):
+        with pa.CompressedOutputStream(str(path), "zstd" if path.name.endswith(".zst") else "bz2") as out:
             out.write(data)
     else:
         path.write_bytes(data)
@@ -70,6 +70,11 @@ WRITERS = {
     "train.jsonl": lambda p: write_jsonl(p, planted_rows()),
     "train.jsonl.gz": lambda p: write_jsonl(p, planted_rows()),
     "train.jsonl.zst": lambda p: write_jsonl(p, planted_rows()),
+    "train.jsonl.bz2": lambda p: write_jsonl(p, planted_rows()),
+    # .json: JSON Lines (the Hub's usual .json shard), or one document, an array of records.
+    "train.json": lambda p: write_jsonl(p, planted_rows()),
+    "train.json.gz": lambda p: write_jsonl(p, planted_rows()),
+    "records.json": lambda p: p.write_text(json.dumps(planted_rows(), indent=2)) and p,
     "train.arrow": lambda p: write_arrow_file(p, planted_table()),
     "cache-stream.arrow": lambda p: write_arrow_stream(p, planted_table()),
     "train.feather": lambda p: write_feather(p, planted_table()),
@@ -90,13 +95,17 @@ def test_folder_discovery_picks_every_format_by_suffix(tmp_path):
     for name, write in WRITERS.items():
         write(tmp_path / name)
     (tmp_path / "README.md").write_text("not a shard")
-    (tmp_path / "notes.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("{}")
     shards, unresolved = discover([str(tmp_path)])
     assert [(s.display, s.format) for s in shards] == [
         ("cache-stream.arrow", "arrow"),
+        ("records.json", "json"),
         ("train.arrow", "arrow"),
         ("train.feather", "arrow"),
+        ("train.json", "json"),
+        ("train.json.gz", "json"),
         ("train.jsonl", "jsonl"),
+        ("train.jsonl.bz2", "jsonl"),
         ("train.jsonl.gz", "jsonl"),
         ("train.jsonl.zst", "jsonl"),
     ]
@@ -225,6 +234,36 @@ def test_jsonl_malformed_line_is_scanned_as_text_and_makes_the_scan_incomplete(t
     assert token not in proc.stdout + proc.stderr
 
 
+def test_json_document_object_is_one_row_and_a_broken_one_is_scanned_as_text(tmp_path, options):
+    token = _gen("{{github:ghp_}}")
+    (tmp_path / "dataset_info.json").write_text(json.dumps({"description": "benign", "splits": ["train"]}, indent=2))
+    (tmp_path / "config.json").write_text(json.dumps({"hub": {"token": token}}, indent=2))
+    (tmp_path / "cut.json").write_text('{\n  "notes": "GITHUB_TOKEN=' + token + '",\n')
+    report = shardscan.scan([str(tmp_path)], options=options)
+    assert [(f.location.shard, f.location.row, f.location.column) for f in report.findings] == [
+        ("config.json", 0, "hub.token"),
+        ("cut.json", 0, "__line__"),
+    ]
+    assert [(i.shard, i.row, i.message) for i in report.issues] == [
+        ("cut.json", 0, "line is not valid JSON (scanned as text)")
+    ]
+    assert report.decision.exit_code == 3
+
+
+def test_json_document_over_the_limit_is_unreadable_not_skipped(tmp_path, options, monkeypatch):
+    from shardscan.reader import jsonl
+
+    monkeypatch.setattr(jsonl, "DOCUMENT_LIMIT", 1000)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps([{"text": "x" * 100} for _ in range(20)], indent=2))
+    report = shardscan.scan([str(path)], options=options)
+    assert report.findings == ()
+    assert [(i.kind, i.message) for i in report.issues] == [
+        ("unreadable", "a JSON document (not JSON Lines) over 1000 B is not read; convert it to JSON Lines")
+    ]
+    assert report.decision.exit_code == 3
+
+
 def test_jsonl_invalid_utf8_is_replaced_not_fatal(tmp_path, options):
     token = _gen("{{openai}}")
     path = tmp_path / "latin1.jsonl"
@@ -253,8 +292,9 @@ def test_worker_processes_give_the_same_findings_for_every_format(tmp_path, opti
     pq.write_table(planted_table(), tmp_path / "train.parquet", row_group_size=4)
     one = shardscan.scan([str(tmp_path)], options=options, jobs=1)
     two = shardscan.scan([str(tmp_path)], options=options, jobs=2)
-    assert len(one.findings) == 70 and one.issues == ()
+    shards = len(WRITERS) + 1
+    assert len(one.findings) == 10 * shards and one.issues == ()
     assert [(f.location, f.rule_id, f.start, f.fingerprint) for f in two.findings] == [
         (f.location, f.rule_id, f.start, f.fingerprint) for f in one.findings
     ]
-    assert two.stats.rows == one.stats.rows == 84
+    assert two.stats.rows == one.stats.rows == 12 * shards

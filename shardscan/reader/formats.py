@@ -36,6 +36,12 @@ def _jsonl(shard: ShardRef) -> ShardReader:
     return JsonlReader(shard)
 
 
+def _json(shard: ShardRef) -> ShardReader:
+    from shardscan.reader.jsonl import JsonlReader
+
+    return JsonlReader(shard, documents=True)
+
+
 def _arrow(shard: ShardRef) -> ShardReader:
     from shardscan.reader.arrow_ipc import ArrowIpcReader
 
@@ -45,6 +51,7 @@ def _arrow(shard: ShardRef) -> ShardReader:
 READERS: dict[str, Callable[[ShardRef], ShardReader]] = {
     "parquet": ParquetReader,
     "jsonl": _jsonl,
+    "json": _json,
     "arrow": _arrow,
 }
 

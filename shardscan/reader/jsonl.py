@@ -1,4 +1,4 @@
-"""Read JSON Lines shards (``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``) in bounded batches of lines.
+"""Read JSON Lines shards (``.jsonl``, ``.ndjson``, compressed or not; ``.json``) in bounded batches of lines.
 
 Row = 0-based line number (blank lines count but hold no cells), so a finding's row is the line
 to open. Each batch of lines is parsed by pyarrow's JSON reader into the same nested Arrow arrays
@@ -8,6 +8,12 @@ between lines) it is split in halves until the offending lines are alone; such a
 on its own, and a line that still is not a JSON object is scanned whole as text in column
 ``__line__``. A line that is not valid JSON at all is additionally reported as unreadable, so a
 truncated or corrupt file never passes the gate as clean.
+
+A ``.json`` file is either JSON Lines or one JSON document (``datasets`` reads both). When its
+first line is not a JSON object, the file is read whole (up to :data:`DOCUMENT_LIMIT`) as one
+document: an array gives a row per element (row = index in the array), an object or any other
+value one row. A document that does not parse is scanned whole as text (row 0, ``__line__``) and
+reported unreadable, like a malformed line.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from itertools import chain
 
 import numpy as np
 import pyarrow as pa
@@ -24,11 +31,15 @@ from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells
 from shardscan.reader.parquet import RowGroupBatch, batch_from_table
 from shardscan.reader.sources import ShardRef
+from shardscan.sizes import format_size
 
 READ_CHUNK_BYTES = 1 << 20
 BATCH_BYTES = 8 << 20  # a batch of lines is about one small row group
 BATCH_LINES = 65536
 RAW_COLUMN = "__line__"
+# A .json file that is one document is parsed in memory at once (Python objects take several
+# times the file's size); larger documents are reported unreadable, never skipped.
+DOCUMENT_LIMIT = 64 << 20
 _BOM = b"\xef\xbb\xbf"
 
 Line = tuple[int, bytes]
@@ -37,8 +48,9 @@ Line = tuple[int, bytes]
 class JsonlReader:
     """A JSON Lines shard, read as one stream of line batches."""
 
-    def __init__(self, shard: ShardRef) -> None:
+    def __init__(self, shard: ShardRef, documents: bool = False) -> None:
         self.shard = shard
+        self.documents = documents  # a .json file: JSON Lines or one JSON document
         self._stream = shard.open_stream()
 
     def metadata_leaves(self) -> tuple[LeafCells, ...]:
@@ -52,6 +64,17 @@ class JsonlReader:
         index = 0
         read = 0  # complete lines read so far
         lines = _lines(self._stream)
+        if self.documents:
+            try:
+                lines = _document_rows(lines)
+            except _TooLarge:
+                reason = (f"a JSON document (not JSON Lines) over {format_size(DOCUMENT_LIMIT)} is not read; "
+                          "convert it to JSON Lines")
+                yield ShardReadError(self.shard.display, reason)
+                return
+            except Exception as exc:  # decompression or network failure while reading the document
+                yield ShardReadError(self.shard.display, f"read failed ({describe_remote_error(exc)})")
+                return
         while True:
             try:
                 line = next(lines, None)
@@ -91,6 +114,37 @@ class JsonlReader:
         yield RowGroupBatch(index=index, row_offset=0, num_rows=len(lines), leaves=tuple(leaves))
         for number in malformed:
             yield ShardReadError(self.shard.display, "line is not valid JSON (scanned as text)", index, row=number)
+
+
+class _TooLarge(Exception):
+    """A .json document over DOCUMENT_LIMIT."""
+
+
+def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
+    """The rows of a .json file as JSON Lines: its own lines when it is JSON Lines, else one
+    line per element of the document's array (one line for any other document)."""
+    head: list[Line] = []
+    for line in lines:
+        head.append(line)
+        if line[1].strip():
+            break
+    first = head[-1][1].strip() if head else b""
+    if first.startswith(b"{") and _is_json(first.decode("utf-8", "replace")):
+        return chain(head, lines)  # JSON Lines
+    body = [text for _, text in head]
+    size = sum(len(text) + 1 for text in body)
+    for _, text in lines:
+        size += len(text) + 1
+        if size > DOCUMENT_LIMIT:
+            raise _TooLarge
+        body.append(text)
+    whole = b"\n".join(body)
+    try:
+        document = json.loads(whole)
+    except ValueError:  # not JSON (or not UTF-8): scanned whole as text and reported, like a bad line
+        return iter([(0, whole)])
+    elements = document if isinstance(document, list) else [document]
+    return ((i, json.dumps(element, ensure_ascii=False).encode("utf-8")) for i, element in enumerate(elements))
 
 
 def _lines(stream: pa.NativeFile) -> Iterator[Line]:

@@ -14,14 +14,22 @@ import pyarrow.fs as pafs
 from shardscan.errors import ShardReadError, describe_exception, describe_remote_error
 
 # Suffix -> input format. Longest suffixes first, so ``.jsonl.gz`` is not taken for something else.
+# ``.json`` is JSON Lines or one JSON document (see ``shardscan.reader.jsonl``), as the Hugging Face
+# Hub and ``datasets`` name both.
 FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
     (".jsonl.gz", "jsonl"),
     (".jsonl.zst", "jsonl"),
+    (".jsonl.bz2", "jsonl"),
     (".ndjson.gz", "jsonl"),
     (".ndjson.zst", "jsonl"),
+    (".ndjson.bz2", "jsonl"),
+    (".json.gz", "json"),
+    (".json.zst", "json"),
+    (".json.bz2", "json"),
     (".parquet", "parquet"),
     (".jsonl", "jsonl"),
     (".ndjson", "jsonl"),
+    (".json", "json"),
     (".arrow", "arrow"),
     (".feather", "arrow"),
 )
