@@ -143,6 +143,25 @@ def test_jwt_io_sample_is_an_example_whatever_its_signature():
     assert "jwt.io sample token" in finding.detail
 
 
+@pytest.mark.parametrize("sample", ["jwt.io sample token", "jwt.io sample token (2024 edition)"])
+def test_documented_signature_over_edited_claims_is_an_example(sample):
+    """A model writing a fixture keeps jwt.io's token and edits its payload: no key verifies it."""
+    import yaml
+
+    from shardscan.verifiers.example import EXAMPLES_FILE
+
+    entries = yaml.safe_load(EXAMPLES_FILE.read_text(encoding="utf-8"))["examples"]
+    [documented] = [e["value"] for e in entries if e["name"] == sample and "value" in e]
+    header, _, signature = documented.split(".")
+    token = ".".join([header, b64url(json.dumps({"sub": "user123", "role": "admin"}).encode()), signature])
+    finding = only(f"const token = '{token}';", "jwt")
+    assert finding.verdict == Verdict.EXAMPLE
+    assert f"the signature of the {sample}, over other claims" in finding.detail
+    # The same claims under another signature are a token like any other.
+    forged = ".".join([header, token.split(".")[1], b64url(random.Random(5).randbytes(32))])
+    assert only(f"const token = '{forged}';", "jwt").verdict == Verdict.VALID
+
+
 def test_claims_in_the_detail_are_masked_and_bounded():
     secretish = "Zk9vQmFyQmF6UXV4UXV1eENvcmdlR3JhdWx0"
     outcome = verify(make_jwt({"iss": secretish, "aud": "x" * 300}), "jwt", NOW)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import random
 import re
 import struct
 
@@ -113,6 +114,32 @@ def test_legacy_proc_type_encrypted_is_encrypted():
         outcome = verify(text, "private-key")
         assert outcome.verdict == Verdict.ENCRYPTED
         assert "legacy PEM encryption, AES-256-CBC" in outcome.detail
+
+
+@pytest.mark.parametrize(
+    ("cipher", "iv_hex", "body_bytes", "detail"),
+    [
+        ("AES-256-CBC", 32, 1215, "1215 bytes of ciphertext is not a whole number of 16-byte blocks"),
+        ("DES-EDE3-CBC", 16, 1213, "1213 bytes of ciphertext is not a whole number of 8-byte blocks"),
+        ("AES-128-CBC", 12, 1216, "the IV is not 16 bytes of hex"),
+    ],
+)
+def test_invented_legacy_encrypted_body_is_invalid(cipher, iv_hex, body_bytes, detail):
+    """Tutorials and model answers put the encryption headers over random base64 of any length."""
+    rng = random.Random(f"{cipher}{body_bytes}")
+    body = base64.encodebytes(rng.randbytes(body_bytes)).decode()
+    iv = "".join(rng.choice("0123456789ABCDEF") for _ in range(iv_hex))
+    pem = (f"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: {cipher},{iv}\n\n"
+           f"{body}-----END RSA PRIVATE KEY-----")
+    outcome = verify(pem, "private-key")
+    assert outcome.verdict == Verdict.INVALID
+    assert detail in outcome.detail
+    # Whole blocks under a proper IV: a key encrypted with an unknown passphrase, as far as we can tell.
+    whole = base64.encodebytes(rng.randbytes(1216)).decode()
+    good_iv = "".join(rng.choice("0123456789ABCDEF") for _ in range(32 if cipher.startswith("AES") else 16))
+    pem = (f"-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: {cipher},{good_iv}\n\n"
+           f"{whole}-----END RSA PRIVATE KEY-----")
+    assert verify(pem, "private-key").verdict == Verdict.ENCRYPTED
 
 
 def _ssh_string(data: bytes) -> bytes:

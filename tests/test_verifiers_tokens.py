@@ -141,6 +141,31 @@ def test_aws_documentation_keys_are_examples_not_redacted():
     assert "AWS documentation" in found["aws-access-key-id"].detail
 
 
+def _key_id_for_account(account: int, rng: random.Random) -> str:
+    """A current-format key ID encoding ``account`` (the inverse of the verifier's account_id)."""
+    import base64
+
+    head = (1 << 47) | (account << 7) | rng.getrandbits(7)
+    body = base64.b32encode(head.to_bytes(6, "big") + rng.randbytes(4)).decode()
+    return "AKIA" + body
+
+
+@pytest.mark.parametrize("account", [123456789012, 111122223333])
+def test_key_ids_of_documentation_accounts_are_examples(account):
+    """moto mints every key for account 123456789012; AWS documents its examples under these."""
+    rng = random.Random(account)
+    key_id = _key_id_for_account(account, rng)
+    assert account_id(key_id) == f"{account:012d}"
+    secret = aws_secret(rng)
+    found = {f.rule_id: f for f in findings(f"aws_access_key_id = {key_id}\naws_secret_access_key = {secret}")}
+    for rule in ("aws-access-key-id", "aws-secret-access-key"):
+        assert found[rule].verdict == Verdict.EXAMPLE
+        assert f"encodes account {account:012d}, an AWS documentation account" in found[rule].detail
+    # Any other account is a key like any other.
+    other = _key_id_for_account(account + 1, rng)
+    assert only(f"aws_access_key_id = {other}", "aws-access-key-id").verdict == Verdict.UNVERIFIED
+
+
 # ---- OpenAI and Anthropic --------------------------------------------------------------------------
 
 
@@ -201,6 +226,8 @@ def test_huggingface_has_no_offline_check():
         ("GITHUB_TOKEN=ghp_SampleTokenForTheDocumentationPageX9", "github-pat", Verdict.EXAMPLE),
         ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "huggingface-token", Verdict.REDACTED),
         ("HF_TOKEN=hf_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5Qr7Z", "huggingface-token", Verdict.REDACTED),
+        ("HF_TOKEN=hf_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1L", "huggingface-token", Verdict.REDACTED),
+        ("AWS_SECRET_ACCESS_KEY=Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm3N", "aws-secret-access-key", Verdict.REDACTED),
         ("key=sk-ant-oat01-" + "Xy7_Kq2-Lm9P" * 7 + "Wz4tR0vBcAA", "anthropic-oauth-token", Verdict.REDACTED),
     ],
 )

@@ -53,6 +53,20 @@ def looks_like_secret_key(value: str) -> str | None:
     return None
 
 
+# Account IDs the AWS documentation uses in its examples (moto, the AWS mock, uses the first for
+# every key it mints): a key ID that encodes one was never issued to a customer.
+DOCUMENTATION_ACCOUNTS = frozenset({"123456789012", "111122223333", "444455556666", "777788889999"})
+
+
+def _documentation_account(account: str | None) -> Verification | None:
+    if account in DOCUMENTATION_ACCOUNTS:
+        return Verification(
+            Verdict.EXAMPLE,
+            f"encodes account {account}, an AWS documentation account (also moto's mock account): not an issued key",
+        )
+    return None
+
+
 def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
     """Verdict for an AWS access key ID, with its decoded account and any adjacent secret key."""
     key_id = candidate.secret
@@ -65,6 +79,8 @@ def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
         return Verification(Verdict.INVALID, "contains 0, 1, 8 or 9, outside the base32 key-ID alphabet: not an AWS key ID")
     name = _PREFIXES.get(prefix, "access key ID (A3T prefix)")
     account = account_id(key_id)
+    if documented := _documentation_account(account):
+        return documented
     pieces = [f"AWS {name}"]
     pieces.append(f"account {account}" if account else "account not encoded (pre-2019 key ID format)")
     pair = candidate.group("pair")
@@ -96,6 +112,8 @@ def check_aws_secret(candidate: Candidate, context) -> Verification | None:
     key_id = candidate.group("keyid")
     if key_id:
         account = account_id(key_id)
+        if documented := _documentation_account(account):
+            return documented
         where = f" (account {account})" if account else ""
         return Verification(Verdict.UNVERIFIED, f"AWS secret access key next to its key ID{where}: a usable pair; no offline check")
     return Verification(Verdict.UNVERIFIED, "AWS secret access key (assigned to a secret-key variable); no offline check")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,6 +28,8 @@ class KnownExamples:
     patterns: tuple[tuple[str, re.Pattern[str], str], ...]  # (kind, pattern, name)
     jwt_claims: tuple[tuple[dict, str], ...]  # (payload, name)
     hmac_secrets: tuple[tuple[bytes, str], ...] = ()  # (documented HMAC secret, name)
+    # The signature segments of the documented JWTs (``value`` entries of kind jwt), by name.
+    jwt_signatures: dict[str, str] = field(default_factory=dict)
 
     def lookup(self, secret: str, kind: str) -> str | None:
         """The example's name when ``secret`` is a documented value of ``kind``."""
@@ -38,8 +40,16 @@ class KnownExamples:
             if pattern_kind == kind and pattern.fullmatch(secret):
                 return pattern_name
         if kind == "jwt":
-            return self.lookup_claims(secret) or self.lookup_hmac_secret(secret)
+            return self.lookup_claims(secret) or self.lookup_hmac_secret(secret) or self.lookup_signature(secret)
         return None
+
+    def lookup_signature(self, token: str) -> str | None:
+        """A documented token's signature over another header or payload: a sample edited by hand
+        (models writing test fixtures paste jwt.io's signature onto their own claims). It verifies
+        with no key, so the token is not a credential."""
+        parts = token.split(".")
+        name = self.jwt_signatures.get(parts[2]) if len(parts) == 3 and parts[2] else None
+        return f"the signature of the {name}, over other claims" if name else None
 
     def lookup_hmac_secret(self, token: str) -> str | None:
         """The documented secret's name when the JWT's HMAC signature verifies with it."""
@@ -86,6 +96,7 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
     patterns: list[tuple[str, re.Pattern[str], str]] = []
     claims: list[tuple[dict, str]] = []
     secrets: list[tuple[bytes, str]] = []
+    signatures: dict[str, str] = {}
     for i, entry in enumerate(data["examples"], start=1):
         where = f"{label}: example #{i}"
         if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("name"), str):
@@ -97,6 +108,8 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
         raw = entry[how]
         if how == "value" and isinstance(raw, str) and raw:
             values[(kind, _sha256(raw))] = name
+            if kind == "jwt" and raw.count(".") == 2:
+                signatures[raw.rsplit(".", 1)[1]] = name
         elif how == "fingerprint" and isinstance(raw, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", raw):
             values[(kind, raw.removeprefix("sha256:"))] = name
         elif how == "pattern" and isinstance(raw, str):
@@ -110,7 +123,7 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
             secrets.append((raw.encode(), name))
         else:
             raise ConfigError(f"{where}: '{how}' has the wrong type")
-    return KnownExamples(values, tuple(patterns), tuple(claims), tuple(secrets))
+    return KnownExamples(values, tuple(patterns), tuple(claims), tuple(secrets), signatures)
 
 
 @lru_cache(maxsize=1)

@@ -120,7 +120,7 @@ def placeholder_reason(secret: str) -> Verification | None:
             Verdict.REDACTED, f"body repeats a {len(unit)}-character pattern {times} times, a placeholder"
         )
     lowered = body.lower()
-    if any(seq in lowered for seq in _SEQUENCES):
+    if any(seq in lowered for seq in _SEQUENCES) or _walks_the_alphabet(lowered):
         return Verification(Verdict.REDACTED, "body contains a keyboard or counting sequence, a placeholder")
     if len(body) >= 16 and _entropy(body) < 2.5:
         return Verification(Verdict.REDACTED, f"low-entropy body ({_entropy(body):.1f} bits/char), a placeholder")
@@ -136,6 +136,19 @@ def placeholder_reason(secret: str) -> Verification | None:
     if _EXAMPLE_WORDS.search(body):
         return Verification(Verdict.EXAMPLE, "body contains 'example'/'sample': a documentation-style value")
     return None
+
+
+def _walks_the_alphabet(lowered: str) -> bool:
+    """True when the body's letters step through the alphabet (``Aa1Bb2Cc3…``, ``abc-def-ghi…``).
+
+    In a random body a letter follows its predecessor or repeats it one time in thirteen; in a
+    typed pattern nearly always.
+    """
+    letters = [ord(c) for c in lowered if "a" <= c <= "z"]
+    if len(letters) < 12:
+        return False
+    steps = sum(1 for a, b in zip(letters, letters[1:]) if b - a in (0, 1))
+    return steps >= 0.8 * (len(letters) - 1)
 
 
 # A unit of 2-12 characters written three or more times in a row ("a1B2c3D4e5a1B2c3D4e5...").

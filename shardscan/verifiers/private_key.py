@@ -167,6 +167,8 @@ def _check_block(block: _Block) -> Verification:
         return Verification(Verdict.INVALID, f"{what}: {problem}, not a key")
     if _legacy_encrypted(block):
         cipher = block.headers.get("DEK-Info", "").split(",")[0].strip() or "unknown cipher"
+        if mismatch := _cipher_mismatch(block, len(data)):
+            return Verification(Verdict.INVALID, f"{what} (legacy PEM encryption, {_safe(cipher)}): {mismatch}, not a key")
         return Verification(
             Verdict.ENCRYPTED,
             f"encrypted {what} (legacy PEM encryption, {_safe(cipher)}), {len(data)} bytes; passphrase unknown",
@@ -174,6 +176,26 @@ def _check_block(block: _Block) -> Verification:
     if block.label == "OPENSSH":
         return _check_openssh(data)
     return _check_der(data, block.label)
+
+
+# Block size in bytes of the CBC ciphers legacy PEM encryption uses (the IV is one block).
+_PEM_CIPHER_BLOCK = {"AES-128-CBC": 16, "AES-192-CBC": 16, "AES-256-CBC": 16, "DES-EDE3-CBC": 8, "DES-CBC": 8}
+
+
+def _cipher_mismatch(block: _Block, size: int) -> str | None:
+    """Why a legacy-encrypted body cannot be what DEK-Info says (None when it can, or the cipher is
+    not one we know): CBC ciphertext is whole blocks and the IV one block. Invented keys in
+    tutorials and model answers carry the headers over random base64 of any length."""
+    cipher, _, iv = block.headers.get("DEK-Info", "").partition(",")
+    width = _PEM_CIPHER_BLOCK.get(cipher.strip().upper())
+    if width is None:
+        return None
+    iv = iv.strip()
+    if len(iv) != 2 * width or re.fullmatch(r"[0-9A-Fa-f]+", iv) is None:
+        return f"the IV is not {width} bytes of hex"
+    if not block.unterminated and size % width:
+        return f"{size} bytes of ciphertext is not a whole number of {width}-byte blocks"
+    return None
 
 
 # ---- extraction ---------------------------------------------------------------------------------
