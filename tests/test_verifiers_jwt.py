@@ -162,6 +162,16 @@ def test_documented_signature_over_edited_claims_is_an_example(sample):
     assert only(f"const token = '{forged}';", "jwt").verdict == Verdict.VALID
 
 
+def test_signature_that_reads_as_text_is_a_fixture():
+    head = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "." + b64url(json.dumps({"sub": "u1"}).encode())
+    token = head + "." + b64url(b"fake-signature-for-tests-only-32")
+    outcome = verify(token, "jwt", NOW)
+    assert outcome.verdict == Verdict.INVALID
+    assert outcome.detail.endswith("the signature is readable text, not a signature (a fixture)")
+    # 32 random bytes: a signature.
+    assert verify(head + "." + b64url(random.Random(9).randbytes(32)), "jwt", NOW).verdict == Verdict.VALID
+
+
 def test_claims_in_the_detail_are_masked_and_bounded():
     secretish = "Zk9vQmFyQmF6UXV4UXV1eENvcmdlR3JhdWx0"
     outcome = verify(make_jwt({"iss": secretish, "aud": "x" * 300}), "jwt", NOW)
