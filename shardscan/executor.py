@@ -261,6 +261,7 @@ def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterato
 
     # What every worker would otherwise load for itself on its first candidate, loaded once here.
     prepare_verifiers()
+    scanner.keywords.warm()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_init_worker,
                              initargs=(scanner,)) as pool:
         with _frozen_heap():
