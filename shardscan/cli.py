@@ -352,7 +352,8 @@ def scan(
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan).
 
-    Reads Parquet, JSON Lines (.jsonl, .ndjson; .gz, .zst, .bz2), .json (JSON Lines or one document) and Arrow IPC (.arrow, .feather).
+    Reads Parquet, JSON Lines (.jsonl, .ndjson; .gz, .zst, .bz2), .json (JSON Lines or one
+    document) and Arrow IPC (.arrow, .feather).
     """
     outputs = _outputs(fmt, output)
     if show_secrets:

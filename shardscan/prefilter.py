@@ -20,10 +20,11 @@ def _re2_literal(keyword: str) -> str:
 
 # Where a token keyword counts (see ``Ruleset.token_keywords``): at the start of the
 # text, after a character that is not an ASCII letter or digit, after an escape that ends in
-# one (``%3D``, twice-encoded ``%253D``, ``\\u003d``, ``\\x3d``, ``\\n``), or after a terminal colour code (``ESC[32m``,
-# ``\\033[1;33m``, grep's ``ESC[K``). Every built-in rule that declares such keywords has a
-# lookbehind inside this set. (The colour code's parameters are matched unbounded: Hyperscan 0.9
-# misses matches of a bounded ``[0-9;]{0,16}`` in this alternation, and a superset is harmless.)
+# one (``%3D``, twice-encoded ``%253D``, ``\\u003d``, ``\\x3d``, ``\\n``), or after a terminal
+# colour code (``ESC[32m``, ``\\033[1;33m``, grep's ``ESC[K``). Every built-in rule that declares
+# such keywords has a lookbehind inside this set. (The colour code's parameters are matched
+# unbounded: Hyperscan 0.9 misses matches of a bounded ``[0-9;]{0,16}`` in this alternation, and
+# a superset is harmless.)
 TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|%25[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt]|\[[0-9;]*[mK]"
 TOKEN_START = r"(?:^|" + TOKEN_BOUNDARY + ")"
 

@@ -573,7 +573,8 @@ def redact(
             result.extend(writer(shard, path, items, template))
 
         if shard.filesystem is not None or shard.format not in _WRITERS:
-            failed.append((shard.display, f"{shard.display}: redaction writes local Parquet and JSON Lines (.jsonl, .ndjson) shards only"))
+            message = f"{shard.display}: redaction writes local Parquet and JSON Lines (.jsonl, .ndjson) shards only"
+            failed.append((shard.display, message))
             continue
         writer = _WRITERS[shard.format]
 

@@ -74,7 +74,7 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
     if raw_signature is None:
         return Verification(Verdict.INVALID, f"{summary}: signature is not base64url, not usable")
     if len(raw_signature) >= 16 and all(0x20 <= b < 0x7F for b in raw_signature):
-        # A MAC or signature is random bytes: 16 of them are all printable about once in 10^8.
+        # A MAC or signature is random bytes: 16 of them are all printable once in ten million.
         # Test fixtures write one as text ("fake-signature-for-tests...").
         return Verification(Verdict.INVALID, f"{summary}: the signature is readable text, not a signature (a fixture)")
     expected = _SIGNATURE_BYTES.get(alg)

@@ -168,7 +168,8 @@ def _check_block(block: _Block) -> Verification:
     if _legacy_encrypted(block):
         cipher = block.headers.get("DEK-Info", "").split(",")[0].strip() or "unknown cipher"
         if mismatch := _cipher_mismatch(block, len(data)):
-            return Verification(Verdict.INVALID, f"{what} (legacy PEM encryption, {_safe(cipher)}): {mismatch}, not a key")
+            detail = f"{what} (legacy PEM encryption, {_safe(cipher)}): {mismatch}, not a key"
+            return Verification(Verdict.INVALID, detail)
         return Verification(
             Verdict.ENCRYPTED,
             f"encrypted {what} (legacy PEM encryption, {_safe(cipher)}), {len(data)} bytes; passphrase unknown",
