@@ -6,7 +6,7 @@ repeated system prompts, JSON tool calls, terminal output, source code, pip and 
 hashes, npm/docker digests, UUIDs, base64 screenshots, and code that merely *mentions* credential
 markers (``hf_hub_download``, ``os.environ["GITHUB_TOKEN"]``, placeholders). A few credentials
 generated at run time by :mod:`shardscan.synth` are planted; their locations (never their values)
-are written to ``manifest.json`` so the benchmark can check recall.
+are written to ``<folder>.manifest.json`` so the benchmark can check recall.
 
 Usage: ``python -m benchmarks.generate OUT_DIR --mb 160 --shards 6 --row-groups 4 [--seed 1]``
 """
@@ -252,6 +252,12 @@ def row_bytes(row: dict) -> int:
     return total + sum(len(row[c].encode()) for c in TRACE_COLUMNS)
 
 
+def manifest_path(out: Path) -> Path:
+    """Where the manifest of the corpus in ``out`` is written: beside the folder, not in it, so that
+    a scan of the folder reads the shards and nothing else (``.json`` files are shards too)."""
+    return out.with_name(out.name + ".manifest.json")
+
+
 def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, plants_per_shard: int = 3) -> dict:
     """Write ``shards`` shards holding about ``mb`` MB of strings in total; return the manifest."""
     out.mkdir(parents=True, exist_ok=True)
@@ -287,7 +293,7 @@ def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, 
         total_rows += shard_rows
     manifest = {"seed": seed, "mb": mb, "shards": shards, "row_groups": row_groups, "rows": total_rows,
                 "string_bytes": total_bytes, "planted": planted}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    manifest_path(out).write_text(json.dumps(manifest, indent=1))
     return manifest
 
 

@@ -165,13 +165,15 @@ def byte_compile() -> bool:
 
 def ensure_corpus(folder: Path, mb: float, shards: int, row_groups: int, seed: int) -> dict:
     """Generate the corpus unless an identical one is already there; return its manifest."""
-    manifest_path = folder / "manifest.json"
-    if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
+    from benchmarks.generate import generate, manifest_path
+
+    path = manifest_path(folder)
+    if path.exists() and folder.is_dir():
+        manifest = json.loads(path.read_text())
         if (manifest["mb"], manifest["shards"], manifest["row_groups"], manifest["seed"]) == (mb, shards, row_groups, seed):
             return manifest
+    if folder.exists():
         shutil.rmtree(folder)
-    from benchmarks.generate import generate
 
     return generate(folder, mb, shards, row_groups, seed)
 
