@@ -545,6 +545,23 @@ def positives() -> list[Case]:
         E("private-key-truncated", head, "unverified"))
     g = ghp("unicode-escape")
     add("unicode-escaped-neighbour", "wrapping", '{"html": "\\u003ccode\\u003e' + g + '\\u003c/code\\u003e"}', G(g))
+    # AWS secrets under their own name, as code and configuration assign them.
+    sec = aws_secret("k8s-env")
+    add("aws-k8s-env-list", "yaml",
+        f"containers:\n  - name: trainer\n    env:\n      - name: AWS_SECRET_ACCESS_KEY\n        value: \"{sec}\"\n",
+        E("aws-secret-access-key", sec))
+    sec = aws_secret("py-environ")
+    add("aws-python-environ", "code", f'import os\nos.environ["AWS_SECRET_ACCESS_KEY"] = "{sec}"\nimport boto3\n',
+        E("aws-secret-access-key", sec))
+    # A key after prose that names its marker, and a key in docker compose logs.
+    key = pem("ec-sec1")
+    add("pem-after-marker-prose", "pem",
+        f"ASSISTANT: A PEM key starts with -----BEGIN EC PRIVATE KEY----- and ends with the END line.\n"
+        f"TOOL[bash]: $ cat key.pem\n{key}", E("private-key", key))
+    key = pem("ed25519-openssh")
+    lines = key.splitlines()
+    add("pem-compose-logs", "tool-output",
+        "$ docker compose logs app\n" + "\n".join(f"app-1  | {line}" for line in lines), E("private-key", key))
     # A token file without a final newline, in a terminal capture: the next prompt is glued to it.
     h = hf("token-file")
     add("token-file-glued-prompt", "tool-output",
@@ -709,6 +726,11 @@ def negatives() -> list[Case]:
     add("k8s-secret-placeholders", "yaml",
         f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {enc('changeme')}\n  SECRET_KEY: {enc(b64('k8s-django', 40))}\n"
         f"  aws_secret_access_key: {enc('wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY')}\n")
+    add("jwt-fixture-text-signature", "code",
+        "TOKEN = '" + synth.b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "."
+        + synth.b64url(json.dumps({"sub": "user-1"}).encode()) + "." + synth.b64url(b"fake-signature-for-unit-tests")
+        + "'  # not a real signature")
+    add("aws-alphabet-placeholder", "docs", "AWS_SECRET_ACCESS_KEY=Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm3N")
     add("aws-keyid-docs-prose", "docs",
         "Access key IDs beginning with AKIA are long-term credentials for an IAM user, and those beginning with "
         "ASIA are temporary. For example AKIA**************** is masked in the console.")

@@ -32,6 +32,8 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "ghs-installation-token-placeholder": [("github-app-token", "invalid")],
     "pem-invented-in-file-view": [("private-key", "invalid")],
     "k8s-secret-placeholders": [("aws-secret-access-key", "example")],
+    "jwt-fixture-text-signature": [("jwt", "invalid")],
+    "aws-alphabet-placeholder": [("aws-secret-access-key", "redacted")],
 }
 
 
