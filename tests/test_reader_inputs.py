@@ -264,6 +264,24 @@ def test_json_document_over_the_limit_is_unreadable_not_skipped(tmp_path, option
     assert report.decision.exit_code == 3
 
 
+def test_json_lines_that_would_crash_pyarrow_are_scanned_as_text(tmp_path, options):
+    """pyarrow's JSON reader kills the process on a batch of bare nulls and on very deep nesting."""
+    token = _gen("{{github:ghp_}}")
+    (tmp_path / "nulls.jsonl").write_text("null\nnull\n")
+    deep = '{"note": "GITHUB_TOKEN=' + token + '", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (tmp_path / "deep.jsonl").write_text(json.dumps({"text": "fine"}) + "\n" + deep + "\n")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    report = shardscan.scan([str(tmp_path)], options=options)
+    assert [(f.location.shard, f.location.row, f.location.column) for f in report.findings] == [
+        ("deep.jsonl", 1, "__line__")
+    ]
+    assert sorted((i.shard, i.row, i.message) for i in report.issues) == [
+        ("deep.json", 0, "line is nested too deeply to read (scanned as text)"),
+        ("deep.jsonl", 1, "line is nested too deeply to read (scanned as text)"),
+    ]
+    assert {s.shard: s.stats.rows for s in report.shards} == {"deep.json": 1, "deep.jsonl": 2, "nulls.jsonl": 2}
+
+
 def test_jsonl_invalid_utf8_is_replaced_not_fatal(tmp_path, options):
     token = _gen("{{openai}}")
     path = tmp_path / "latin1.jsonl"

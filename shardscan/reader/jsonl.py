@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from itertools import chain
 
@@ -101,19 +102,24 @@ class JsonlReader:
 
     def _batch(self, index: int, lines: list[Line]) -> Iterator[RowGroupBatch | ShardReadError]:
         leaves: list[LeafCells] = []
-        raw: list[Line] = []
-        for table, numbers in _parse(lines, raw):
+        # Only JSON objects go to pyarrow's reader, which crashes the process (not an exception)
+        # on a batch of bare nulls or on arrays nested tens of thousands deep.
+        parsable = [_parsable_object(text) for _, text in lines]
+        objects = [line for line, ok in zip(lines, parsable) if ok]
+        raw: list[Line] = [line for line, ok in zip(lines, parsable) if not ok]
+        for table, numbers in _parse(objects, raw) if objects else ():
             for leaf in batch_from_table(table).leaves:
                 leaves.append(LeafCells(leaf.template, leaf.values, numbers[leaf.rows], leaf.path_args, leaf.roles))
-        malformed = []
+        problems: list[tuple[int, str]] = []
         if raw:
+            raw.sort()
             texts = [text.decode("utf-8", "replace") for _, text in raw]
             rows = np.array([number for number, _ in raw], dtype=np.int64)
             leaves.append(LeafCells(RAW_COLUMN, pa.array(texts, type=pa.large_string()), rows))
-            malformed = [number for (number, _), text in zip(raw, texts) if not _is_json(text)]
+            problems = [(number, problem) for (number, _), text in zip(raw, texts) if (problem := _json_problem(text))]
         yield RowGroupBatch(index=index, row_offset=0, num_rows=len(lines), leaves=tuple(leaves))
-        for number in malformed:
-            yield ShardReadError(self.shard.display, "line is not valid JSON (scanned as text)", index, row=number)
+        for number, problem in problems:
+            yield ShardReadError(self.shard.display, f"{problem} (scanned as text)", index, row=number)
 
 
 class _TooLarge(Exception):
@@ -141,7 +147,7 @@ def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
     whole = b"\n".join(body)
     try:
         document = json.loads(whole)
-    except ValueError:  # not JSON (or not UTF-8): scanned whole as text and reported, like a bad line
+    except (ValueError, RecursionError):  # not JSON, not UTF-8 or too deep: scanned as text and reported
         return iter([(0, whole)])
     elements = document if isinstance(document, list) else [document]
     return ((i, json.dumps(element, ensure_ascii=False).encode("utf-8")) for i, element in enumerate(elements))
@@ -202,8 +208,36 @@ def _read_json(texts: list[bytes]) -> pa.Table | None:
 
 
 def _is_json(text: str) -> bool:
+    return _json_problem(text) is None
+
+
+def _json_problem(text: str) -> str | None:
+    """Why a line is not a readable JSON value (None when it is one)."""
     try:
         json.loads(text)
+    except RecursionError:
+        return "line is nested too deeply to read"
     except Exception:
+        return "line is not valid JSON"
+    return None
+
+
+# Lines with more brackets than this are checked for their nesting depth before pyarrow reads them.
+DEEP_BRACKETS = 512
+_OBJECT_START = re.compile(rb"[ \t\r\f\v]*\{")
+
+
+def _parsable_object(line: bytes) -> bool:
+    """Whether a line is for pyarrow's reader: a JSON object, not nested deeper than Python's own
+    parser reads (about a thousand levels; pyarrow's overflows its stack far beyond that)."""
+    if _OBJECT_START.match(line) is None:
         return False
+    if line.count(b"[") + line.count(b"{") <= DEEP_BRACKETS:
+        return True
+    try:
+        json.loads(line)
+    except RecursionError:
+        return False
+    except Exception:
+        return True  # malformed, not deep: pyarrow rejects it and the line is split off as usual
     return True
