@@ -264,6 +264,38 @@ def test_json_document_over_the_limit_is_unreadable_not_skipped(tmp_path, option
     assert report.decision.exit_code == 3
 
 
+def test_json_documents_lose_nothing_to_parsing(tmp_path, options):
+    """Repeated keys, a cut emoji, a huge integer and a JSON Lines file whose first line is no object."""
+    token = _gen("{{github:ghp_}}")
+    cases = {
+        "repeated-key.json": '[{"text": "GITHUB_TOKEN=' + token + '", "text": "benign"}]',
+        "cut-emoji.json": '[{"text": "cut emoji \\ud83d"}, {"text": "GITHUB_TOKEN=' + token + '"}]',
+        "big-int.json": '[{"n": ' + "7" * 5000 + ', "text": "GITHUB_TOKEN=' + token + '"}]',
+        "lines.json": '["meta"]\n{"text": "hi"}\n{"text": "GITHUB_TOKEN=' + token + '"}\n',
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+    report = shardscan.scan([str(tmp_path)], options=options)
+    assert sorted((f.location.shard, f.location.row, f.location.column) for f in report.findings) == [
+        ("big-int.json", 0, "text"),
+        ("cut-emoji.json", 1, "text"),
+        ("lines.json", 2, "text"),
+        ("repeated-key.json", 0, "__line__"),
+    ]
+    assert report.issues == ()
+
+
+def test_single_line_json_document_over_the_limit_is_unreadable(tmp_path, options, monkeypatch):
+    from shardscan.reader import jsonl
+
+    monkeypatch.setattr(jsonl, "DOCUMENT_LIMIT", 1000)
+    (tmp_path / "minified.json").write_text(json.dumps([{"text": "x" * 100} for _ in range(20)]))
+    report = shardscan.scan([str(tmp_path)], options=options)
+    assert [i.message for i in report.issues] == [
+        "a JSON document (not JSON Lines) over 1000 B is not read; convert it to JSON Lines"
+    ]
+
+
 def test_json_lines_that_would_crash_pyarrow_are_scanned_as_text(tmp_path, options):
     """pyarrow's JSON reader kills the process on a batch of bare nulls and on very deep nesting."""
     token = _gen("{{github:ghp_}}")

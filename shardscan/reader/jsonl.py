@@ -128,7 +128,11 @@ class _TooLarge(Exception):
 
 def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
     """The rows of a .json file as JSON Lines: its own lines when it is JSON Lines, else one
-    line per element of the document's array (one line for any other document)."""
+    line per element of the document's array (one line for any other document).
+
+    A document whose objects repeat a key is read as text instead (row 0, ``__line__``): parsed,
+    only the last value of a key would survive, and a secret in an earlier one would be lost.
+    """
     head: list[Line] = []
     for line in lines:
         head.append(line)
@@ -139,18 +143,43 @@ def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
         return chain(head, lines)  # JSON Lines
     body = [text for _, text in head]
     size = sum(len(text) + 1 for text in body)
+    if size > DOCUMENT_LIMIT:
+        raise _TooLarge
     for _, text in lines:
         size += len(text) + 1
         if size > DOCUMENT_LIMIT:
             raise _TooLarge
         body.append(text)
     whole = b"\n".join(body)
+    repeated: list[bool] = []
     try:
-        document = json.loads(whole)
-    except (ValueError, RecursionError):  # not JSON, not UTF-8 or too deep: scanned as text and reported
+        document = json.loads(whole, parse_int=_int_or_digits, object_pairs_hook=_noting_repeats(repeated))
+    except (ValueError, RecursionError):  # not JSON, not UTF-8 or too deep
+        if all(_is_json(text.decode("utf-8", "replace")) for text in body if text.strip()):
+            return iter(list(enumerate(body)))  # JSON Lines after all (a first line that is no object)
+        return iter([(0, whole)])  # scanned as text and reported, like a malformed line
+    if repeated:
         return iter([(0, whole)])
     elements = document if isinstance(document, list) else [document]
-    return ((i, json.dumps(element, ensure_ascii=False).encode("utf-8")) for i, element in enumerate(elements))
+    # A lone surrogate (an emoji cut in half) cannot be written as UTF-8: it is replaced.
+    return ((i, json.dumps(e, ensure_ascii=False).encode("utf-8", "replace")) for i, e in enumerate(elements))
+
+
+def _int_or_digits(digits: str) -> int | str:
+    """A JSON integer, or its digits when Python would refuse to convert that many."""
+    return int(digits) if len(digits) <= 4000 else digits
+
+
+def _noting_repeats(repeated: list[bool]):
+    """An ``object_pairs_hook`` that builds dicts and notes any object that repeats a key."""
+
+    def hook(pairs: list[tuple[str, object]]) -> dict:
+        built = dict(pairs)
+        if len(built) != len(pairs):
+            repeated.append(True)
+        return built
+
+    return hook
 
 
 def _lines(stream: pa.NativeFile) -> Iterator[Line]:
