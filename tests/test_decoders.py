@@ -46,6 +46,10 @@ def test_registry_names_match_decoder_records():
         ("hex-escape", r"\x67\x68p\x5f and \xe2\x80\x93", "ghp_ and \u2013"),
         ("shell-prompt", "hf_abc123root@4f2a:/app# ls", "hf_abc123\nroot@4f2a:/app# ls"),
         ("shell-prompt", "tokenubuntu@ip-10-0-0-1:~$ x=1", "token\nubuntu@ip-10-0-0-1:~$ x=1"),
+        ("shell-prompt", "tokenopenhands@runtime-1f2e:/workspace$ ls", "token\nopenhands@runtime-1f2e:/workspace$ ls"),
+        ("shell-prompt", "tokenbash-5.2# ls", "token\nbash-5.2# ls"),
+        ("shell-prompt", "tokenbash-$ ls", "token\nbash-$ ls"),
+        ("shell-prompt", "tokenvscode ➜ /workspaces/app (main) $ ls", "token\nvscode ➜ /workspaces/app (main) $ ls"),
     ],
 )
 def test_escape_decoders_decode_in_place(name, text, expected):
@@ -66,6 +70,8 @@ def test_escape_decoders_yield_nothing_without_escapes(name):
         "hf_abc123rootless@host:/app# ",  # not a known user name
         "ssh git@github.com:org/repo.git",
         "hf_abc123root@host is not a prompt",
+        "x\nbash-5.2# ls",  # a prompt on its own line: nothing to split
+        "see bash-completion docs",
     ],
 )
 def test_shell_prompt_splits_only_glued_prompts(text):

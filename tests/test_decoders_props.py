@@ -12,7 +12,9 @@ from shardscan.ruleset import load_ruleset
 KEYWORDS = KeywordSet.build(load_ruleset().keywords)
 # Decoders that turn escapes into characters in place (string-concat removes separators instead; its
 # round trip is below).
-ESCAPE_DECODERS = [name for name, d in DECODERS.items() if d.text_transform and name != "string-concat"]
+# Decoders that turn each escape into what it stands for; string-concat joins literals and
+# shell-prompt inserts line breaks, so a character of theirs need not come from one of the input.
+ESCAPE_DECODERS = [name for name, d in DECODERS.items() if d.text_transform and name not in ("string-concat", "shell-prompt")]
 
 # Text of any kind, rich in the characters decoders react to.
 hostile = st.text(

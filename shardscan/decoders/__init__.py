@@ -289,7 +289,10 @@ def views(
         )
         near: list[tuple[int, int]] | None = None  # keyword spans in this view, found once
         for decoder in DECODERS.values():
-            if decoder.trigger and not _holds(view.text, decoder.trigger):
+            trigger = decoder.trigger
+            if trigger and not (
+                _holds(view.text, trigger) if isinstance(trigger, str) else any(_holds(view.text, t) for t in trigger)
+            ):
                 continue  # not one escape of this kind: the decoder would yield nothing
             if keywords is not None and view.offsets is None and decoder.text_transform:
                 if near is None:
@@ -338,12 +341,19 @@ def _may_pay(decoder: Decoder, text: str, occurrences: list[tuple[int, int]]) ->
     Most candidate cells are escaped JSON whose escapes are nowhere near a keyword; decoding them
     would be thrown away by :func:`_worth_it`, so the decoder is not run at all.
     """
-    trigger = decoder.trigger
-    if not trigger:
+    if not decoder.trigger:
         return True
     if decoder.reveal is not None and decoder.reveal.search(text):
         return True
-    return any(text.find(trigger, max(0, start - NEAR_BEFORE), end + NEAR_AFTER) >= 0 for start, end in occurrences)
+    return any(
+        text.find(trigger, max(0, start - NEAR_BEFORE), end + NEAR_AFTER) >= 0
+        for trigger in _triggers(decoder)
+        for start, end in occurrences
+    )
+
+
+def _triggers(decoder: Decoder) -> tuple[str, ...]:
+    return (decoder.trigger,) if isinstance(decoder.trigger, str) else decoder.trigger
 
 
 def _safe(decoder: Decoder, request: DecodeRequest) -> Iterator[Decoded]:

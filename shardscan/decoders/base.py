@@ -98,10 +98,11 @@ class Decoder:
     keyword_forms: Callable[[Sequence[str], Collection[str]], list[str]] = field(default=lambda _k, _t: [])
     char_forms: Callable[[str], list[str]] = field(default=lambda _c: [])
     text_transform: bool = False
-    # Escape decoders: the text every escape starts with, and a pattern for escapes of keyword
-    # characters. Decoding a text pays off only when one of its escapes lies near a keyword or
-    # ``reveal`` matches (a keyword written with escapes); otherwise the decoder is not run.
-    trigger: str = ""
+    # Escape decoders: the text every escape starts with (or one of several texts, one of which
+    # every change holds), and a pattern for escapes of keyword characters. Decoding a text pays
+    # off only when one of its escapes lies near a keyword or ``reveal`` matches (a keyword
+    # written with escapes); otherwise the decoder is not run.
+    trigger: str | tuple[str, ...] = ""
     reveal: re.Pattern[str] | None = None
 
 

@@ -13,32 +13,72 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, decode_in_place
+from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
 
 NAME = "shell-prompt"
 
 _USERS = (
     "root|ubuntu|user|runner|vscode|jovyan|node|app|admin|ec2-user|codespace|coder|dev|developer|agent|sandbox|"
-    "ray|docker|debian|pi|azureuser|builder|worker|ci|gitpod|runner-admin"
+    "ray|docker|debian|pi|azureuser|builder|worker|ci|gitpod|runner-admin|openhands|appuser|nonroot|jenkins|"
+    "circleci|vagrant|centos|fedora|alpine|devuser"
 )
-# The rest of a prompt after its user: @host:path, then # or $ (bash's and zsh's defaults).
-_PROMPT_REST = r"@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]"
-_GLUED = re.compile(r"(?<=[A-Za-z0-9_=+/-])(?:%s)(?=%s)" % (_USERS, _PROMPT_REST))
-_SPLIT = re.compile(r"\n((?:%s)%s)" % (_USERS, _PROMPT_REST))
+# What follows a user at the start of a prompt: @host:path and # or $ (bash's and zsh's defaults),
+# or a dev container's arrow ("vscode ➜ /workspaces/app $"). bash's own prompt needs no user
+# ("bash-5.2# ", SWE-agent's "bash-$ ").
+_AT_REST = re.compile(r"@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]")
+_ARROW = " ➜ "
+_BASH = "bash-"
+_BASH_REST = re.compile(r"(?:[0-9][0-9.]{0,8})?[#$][ ]")
+_USER_BEFORE = re.compile(r"(?:%s)\Z" % _USERS)
+_SPLIT = re.compile(r"\n(?=(?:%s)(?:@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]| ➜ )|bash-(?:[0-9][0-9.]{0,8})?[#$] )"
+                    % _USERS)
+# What a glued prompt follows: the last character of a token (or of other output).
+_GLUE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_=+/-")
+_LONGEST_USER = max(len(u) for u in _USERS.split("|"))
 
 
-def _replace(match: re.Match[str]) -> str:
-    return "\n" + match.group(0)
+def _prompt_starts(text: str) -> list[int]:
+    """Where glued prompts start, found from their marks (``@``, `` ➜ ``, ``bash-``) with C-speed
+    searches, so that a long text without prompts costs a few scans, not a regex at every position."""
+    starts: set[int] = set()
+    for mark, rest in (("@", _AT_REST), (_ARROW, None)):
+        at = text.find(mark)
+        while at >= 0:
+            if rest is None or rest.match(text, at):
+                user = _USER_BEFORE.search(text, max(0, at - _LONGEST_USER), at)
+                if user is not None:
+                    starts.add(user.start())
+            at = text.find(mark, at + 1)
+    at = text.find(_BASH)
+    while at >= 0:
+        if _BASH_REST.match(text, at + len(_BASH)):
+            starts.add(at)
+        at = text.find(_BASH, at + 1)
+    return sorted(p for p in starts if p > 0 and text[p - 1] in _GLUE)
 
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
     """Yield the view with a line break before every glued prompt (nothing when there is none)."""
-    yield from decode_in_place(request, "@", _GLUED, _replace)
+    text, within = request.text, request.within
+    starts = [p for p in _prompt_starts(text) if within is None or within.touches(p, p + 1)]
+    if not starts:
+        return
+    pieces: list[str] = []
+    cursor = 0
+    for shift, at in enumerate(starts):
+        pieces += [text[cursor:at], "\n"]
+        cursor = at
+    pieces.append(text[cursor:])
+    # Each inserted break maps to the empty span before the prompt it splits off.
+    dec = tuple(at + shift for shift, at in enumerate(starts))
+    offsets = OffsetMap(dec, tuple(d + 1 for d in dec), tuple(starts), tuple(starts))
+    yield Decoded(0, len(text), "".join(pieces), offsets)
 
 
 def encode(text: str) -> str:
     """The inverse: every prompt that starts a line glued to the line before it."""
-    return _SPLIT.sub(r"\1", text)
+    return _SPLIT.sub("", text)
 
 
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, text_transform=True, trigger="@")
+# The arrow alone as a trigger: absent from ASCII text, it is rejected without a scan.
+DECODER = Decoder(name=NAME, decode=decode, encode=encode, text_transform=True, trigger=("@", _BASH, "➜"))
