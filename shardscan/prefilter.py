@@ -21,11 +21,13 @@ def _re2_literal(keyword: str) -> str:
 # Where a token keyword counts (see ``Ruleset.token_keywords``): at the start of the
 # text, after a character that is not an ASCII letter or digit, after an escape that ends in
 # one (``%3D``, twice-encoded ``%253D``, ``\\u003d``, ``\\x3d``, ``\\n``), or after a terminal
-# colour code (``ESC[32m``, ``\\033[1;33m``, grep's ``ESC[K``). Every built-in rule that declares
-# such keywords has a lookbehind inside this set. (The colour code's parameters are matched
-# unbounded: Hyperscan 0.9 misses matches of a bounded ``[0-9;]{0,16}`` in this alternation, and
-# a superset is harmless.)
-TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|%25[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt]|\[[0-9;]*[mK]"
+# control sequence, which ends in a letter: a colour (``ESC[32m``, ``\\033[1;33m``, grep's
+# ``ESC[K``), a cursor move (``ESC[1G``), hiding the cursor (``ESC[?25l``) or bracketed paste
+# (``ESC[?2004l``), which terminal captures print right before command output. Every built-in
+# rule that declares such keywords has a lookbehind inside this set. (The sequence's parameters
+# are matched unbounded: Hyperscan 0.9 misses matches of a bounded ``[0-9;]{0,16}`` in this
+# alternation, and a superset is harmless.)
+TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|%25[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt]|\[[0-9;?]*[A-Za-z@]"
 TOKEN_START = r"(?:^|" + TOKEN_BOUNDARY + ")"
 
 

@@ -82,6 +82,19 @@ def test_a_token_keyword_at_the_start_of_a_cell_after_a_word_is_selected():
     assert PREFILTER.mask(pa.array(texts, pa.large_string())).tolist() == [False, True, False, True, False]
 
 
+@pytest.mark.parametrize(
+    "sequence", ["\x1b[?2004l", "\x1b[2K\x1b[1G", "\x1b[?25l", "\x1b[1C", "\\u001b[?2004l", "\x1b[38;5;208m"]
+)
+def test_a_token_right_after_a_terminal_control_sequence_is_selected_and_found(sequence, monkeypatch):
+    """Terminal captures put bracketed-paste, cursor and colour sequences (all ending in a letter)
+    right before command output; the token after one still starts a token."""
+    token = "hf_" + "".join(random.Random(sequence).choices("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789", k=34))
+    cells = pa.array([f"$ cat token\r\n{sequence}{token}\r\n", f"plain{token}"], pa.large_string())
+    assert _masks(cells, monkeypatch) == ([True, False], [True, False])
+    found, _ = SCANNER.scan_text(cells[0].as_py())
+    assert [(f.rule_id, f.start) for f in found] == [("huggingface-token", len("$ cat token\r\n" + sequence))]
+
+
 def test_cells_are_selected_in_sliced_string_and_dictionary_arrays():
     texts = ["plain", "-----BEGIN RSA PRIVATE KEY-----", "noise", "AKIA" + "Q" * 16, "noise"]
     sliced = pa.array(["-----BEGIN"] + texts, pa.string()).slice(1)
