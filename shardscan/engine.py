@@ -415,7 +415,7 @@ class Scanner:
                     severity=derive_severity(rule.severity, verification.verdict),
                     start=start,
                     end=end,
-                    fingerprint=fingerprint(cand.secret, rule.kind),
+                    fingerprint=fingerprint(verification.canonical or cand.secret, rule.kind),
                     preview=preview(cand.secret),
                     verdict=verification.verdict,
                     detail=verification.detail,

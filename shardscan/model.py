@@ -59,6 +59,10 @@ class Verification:
 
     verdict: Verdict
     detail: str
+    # The secret as the verifier read it when that differs from the match (a key without the line
+    # numbers a tool printed in front of its lines), so that one secret has one fingerprint however
+    # it was printed. Plaintext: it never leaves the engine, and repr leaves it out.
+    canonical: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,8 @@ def test_keys_as_tools_print_them_are_read_without_the_decoration(kind, form):
     text, note = _printed(private_key_pem(kind))[form]
     finding = only(f"$ show key\n{text}\n$ ", "private-key")
     assert (finding.verdict, finding.detail) == (Verdict.VALID, f"{VALID[kind]} ({note})")
+    # One key, one fingerprint, however a tool printed it (an allowlist entry covers every form).
+    assert finding.fingerprint == only(f"$ cat key\n{private_key_pem(kind)}\n$ ", "private-key").fingerprint
 
 
 def test_a_reading_never_turns_random_base64_into_a_key():

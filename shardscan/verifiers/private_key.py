@@ -81,15 +81,16 @@ def check_private_key(candidate: Candidate, _context: object) -> Verification | 
             if other is None:
                 continue
             second = _check_block(other)
-            read = (other, Verification(second.verdict, f"{second.detail} ({reading.note})"))
             if second.verdict not in (Verdict.INVALID, Verdict.REDACTED):
-                first = read
+                first = (other, Verification(second.verdict, f"{second.detail} ({reading.note})",
+                                             canonical=_read_as(candidate.secret, reading)))
                 break
-            first = first or read
+            first = first or (other, Verification(second.verdict, f"{second.detail} ({reading.note})"))
         if first is not None:
             block, outcome = first
     if block.unterminated:
-        return Verification(outcome.verdict, f"no END line, the text stops inside the key: {outcome.detail}")
+        return Verification(outcome.verdict, f"no END line, the text stops inside the key: {outcome.detail}",
+                            canonical=outcome.canonical)
     return outcome
 
 
@@ -200,6 +201,17 @@ def _cipher_mismatch(block: _Block, size: int) -> str | None:
 
 
 # ---- extraction ---------------------------------------------------------------------------------
+
+
+def _read_as(secret: str, reading: Reading) -> str | None:
+    """``secret`` with the text between its markers as ``reading`` sees it (None if it does not apply)."""
+    begin = _BEGIN.search(secret)
+    if begin is None:
+        return None
+    end = _END.search(secret, begin.end())
+    stop = end.start() if end is not None else len(secret)
+    inner = reading.apply(secret[begin.end() : stop][:MAX_BODY_CHARS])
+    return None if inner is None else secret[: begin.end()] + inner + secret[stop:]
 
 
 def _parse_block(secret: str, reading: Reading | None = None) -> _Block | None:
