@@ -218,6 +218,61 @@ def test_jsonl_type_changes_between_lines_are_parsed_line_by_line(tmp_path, opti
     assert report.decision.exit_code == 1
 
 
+def test_jsonl_type_changes_within_a_line_keep_exact_paths_and_roles(tmp_path, options):
+    """Chat logs mix a string content and a list of content parts in one line, which pyarrow's reader
+    refuses; the line is walked instead, with the paths and roles the reader would have given."""
+    hf, gh, cut = _gen("{{hf}}"), _gen("{{github:ghp_}}"), _gen("{{github:gho_}}")
+    hidden_key = _gen("{{hf}}")
+    messages = [
+        {"role": "user", "content": f"my token is {hf}"},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "input": {"cmd": gh}}]},
+        {"role": "tool", "content": [{"type": "tool_result", "content": 7}], "extra": {hidden_key: "x"}},
+    ]
+    lines = [
+        json.dumps({"id": 1, "messages": messages}),
+        # Repeating a key would hide the earlier value once parsed: the line stays text.
+        '{"note": "GITHUB_TOKEN=' + cut + '", "note": "x", "n": [1, "a"]}',
+        json.dumps({"emoji": "\ud83d cut", "parts": ["a", {"b": f"HF_TOKEN={hf}"}]}),
+    ]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = shardscan.scan([str(path)], options=options)
+    assert [(f.location.row, f.location.column, f.location.role, f.start) for f in report.findings] == [
+        (0, "messages[0].content", "user", len("my token is ")),
+        (0, "messages[1].content[1].input.cmd", "assistant", 0),
+        (0, "messages[2].extra.#0.name", "tool", 0),
+        (1, "__line__", None, len('{"note": "GITHUB_TOKEN=')),
+        (2, "parts[1].b", None, len("HF_TOKEN=")),
+    ]
+    assert report.issues == ()
+    assert hidden_key not in json.dumps([f.location.column for f in report.findings])
+
+
+def test_jsonl_whose_every_line_mixes_types_is_walked_whole(tmp_path, options, monkeypatch):
+    """When both halves of a refused batch are refused too, the batch is walked in Python rather
+    than split line by line (each split would parse every line again)."""
+    from shardscan.reader import jsonl
+
+    token = _gen("{{hf}}")
+    lines = []
+    for i in range(64):
+        text = f"HF_TOKEN={token}" if i == 40 else "nothing here"
+        lines.append(json.dumps({"messages": [{"role": "user", "content": "q"},
+                                              {"role": "assistant", "content": [{"type": "text", "text": text}]}]}))
+    lines[7] = '{"messages": "cut'
+    path = tmp_path / "dense.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    reads = []
+    real = jsonl._read_json
+    monkeypatch.setattr(jsonl, "_read_json", lambda texts: reads.append(len(texts)) or real(texts))
+    report = shardscan.scan([str(path)], options=options)
+    assert [(f.location.row, f.location.column, f.location.role) for f in report.findings] == [
+        (40, "messages[1].content[0].text", "assistant")
+    ]
+    assert [(i.row, i.message) for i in report.issues] == [(7, "line is not valid JSON (scanned as text)")]
+    assert reads == [64, 32, 32]
+
+
 def test_jsonl_malformed_line_is_scanned_as_text_and_makes_the_scan_incomplete(tmp_path, options):
     token = _gen("{{github:ghp_}}")
     good = json.dumps({"text": "fine"})

@@ -208,6 +208,9 @@ def test_jsonl_shards_are_redacted_line_by_line(tmp_path: Path, suffix: str):
         {"task": "a", "conversations": [{"role": "user", "content": "hi"}, {"role": "tool", "content": f"t={GH}"}]},
         {"task": "b", "conversations": [{"role": "user", "content": "nothing"}]},
         {"task": "c", "instruction": f"HF_TOKEN={HF}", "conversations": []},
+        # A content string in one message and a list of parts in the next: walked, not read by pyarrow.
+        {"task": "d", "conversations": [{"role": "user", "content": "x"},
+                                        {"role": "assistant", "content": [{"type": "text", "text": f"gh {GH}"}]}]},
     ]
     lines = [json.dumps(r) + "\r\n" for r in rows]
     raw = "".join(lines).encode()
@@ -223,8 +226,9 @@ def test_jsonl_shards_are_redacted_line_by_line(tmp_path: Path, suffix: str):
     first, third = json.loads(written[0]), json.loads(written[2])
     assert first["conversations"][1]["content"].startswith("t=[REDACTED:github:")
     assert third["instruction"].startswith("HF_TOKEN=[REDACTED:huggingface:")
+    assert json.loads(written[3])["conversations"][1]["content"][0]["text"].startswith("gh [REDACTED:github:")
     assert not _leaks("\n".join(written))
     manifest = json.loads((out_dir / "redactions.json").read_text())
     assert sorted((m["row"], m["column"]) for m in manifest["redactions"]) == [
-        (0, "conversations[1].content"), (2, "instruction"),
+        (0, "conversations[1].content"), (2, "instruction"), (3, "conversations[1].content[0].text"),
     ]

@@ -114,7 +114,8 @@ def _role_array(array: pa.StructArray, children: list[pa.Array]) -> pa.Array | N
     return None
 
 
-def _escape_template(name: str) -> str:
+def escape_template(name: str) -> str:
+    """A name as it appears in a path template (braces doubled)."""
     return name.replace("{", "{{").replace("}", "}}")
 
 
@@ -127,7 +128,7 @@ def flatten_column(name: str, array: pa.Array, position: int = 0) -> Iterator[Le
     label = field_label(name, position)
     if label != name:
         yield from _name_cell(name, array, rows, label, ())
-    yield from _flatten(array, rows, _escape_template(label), (), None)
+    yield from _flatten(array, rows, escape_template(label), (), None)
 
 
 def field_label(name: str, position: int) -> str:
@@ -180,7 +181,7 @@ def _flatten(
             label = field_label(fld.name, position)
             if label != fld.name:
                 yield from _name_cell(fld.name, child, rows, f"{template}.{label}", args)
-            yield from _flatten(child, rows, f"{template}.{_escape_template(label)}", args, roles)
+            yield from _flatten(child, rows, f"{template}.{escape_template(label)}", args, roles)
         return
     if pa.types.is_map(dtype):
         yield from _flatten_map(array, rows, template, args, roles)
@@ -231,7 +232,7 @@ def _flatten_union(
         child_args = tuple(_take(arg, active) for arg in args)
         if label != dtype[i].name:
             yield from _name_cell(dtype[i].name, values, rows[active], f"{template}.{label}", child_args)
-        yield from _flatten(values, rows[active], f"{template}.{_escape_template(label)}", child_args, child_roles)
+        yield from _flatten(values, rows[active], f"{template}.{escape_template(label)}", child_args, child_roles)
 
 
 def _take(arg: np.ndarray | list, parent: np.ndarray) -> np.ndarray | list:

@@ -4,8 +4,10 @@ Row = 0-based line number (blank lines count but hold no cells), so a finding's 
 to open. Each batch of lines is parsed by pyarrow's JSON reader into the same nested Arrow arrays
 as a Parquet row group, so column paths are identical (``conversations[3].content``). Messy
 files are expected: when a batch does not parse (a malformed line, or a field whose type changes
-between lines) it is split in halves until the offending lines are alone; such a line is parsed
-on its own, and a line that still is not a JSON object is scanned whole as text in column
+between lines) it is split in halves until the offending lines are alone. A JSON object that
+pyarrow's reader refuses on its own (a field whose type changes within the line: one message's
+content a string, the next one's a list of parts) is parsed and walked in Python, with the same
+column paths and roles; a line that is no JSON object is scanned whole as text in column
 ``__line__``. A line that is not valid JSON at all is additionally reported as unreadable, so a
 truncated or corrupt file never passes the gate as clean.
 
@@ -29,7 +31,7 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from shardscan.errors import ShardReadError, describe_remote_error
-from shardscan.reader.cells import LeafCells
+from shardscan.reader.cells import LeafCells, escape_template, field_label
 from shardscan.reader.parquet import RowGroupBatch, batch_from_table
 from shardscan.reader.sources import ShardRef
 from shardscan.sizes import format_size
@@ -111,6 +113,13 @@ class JsonlReader:
             for leaf in batch_from_table(table).leaves:
                 leaves.append(LeafCells(leaf.template, leaf.values, numbers[leaf.rows], leaf.path_args, leaf.roles))
         problems: list[tuple[int, str]] = []
+        # An object pyarrow refuses on its own line changes a field's type within the line (one
+        # message's content a string, the next one's a list of parts): walked here instead.
+        walked = [(number, value) for number, text in raw if (value := _object_of(text)) is not None]
+        if walked:
+            leaves += walk_objects(walked)
+            done = {number for number, _ in walked}
+            raw = [line for line in raw if line[0] not in done]
         if raw:
             raw.sort()
             texts = [text.decode("utf-8", "replace") for _, text in raw]
@@ -208,18 +217,35 @@ def _lines(stream: pa.NativeFile) -> Iterator[Line]:
         yield number, bytes(pending).rstrip(b"\r")
 
 
-def _parse(lines: list[Line], raw: list[Line]) -> Iterator[tuple[pa.Table, np.ndarray]]:
-    """Parse lines into tables with each table row's line number; lines that are no JSON object go to ``raw``."""
-    table = _read_json([text for _, text in lines])
-    if table is not None and table.num_rows == len(lines):
-        yield table, np.array([number for number, _ in lines], dtype=np.int64)
-        return
+def _parse(lines: list[Line], raw: list[Line], refused: bool = False) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """Parse object lines into tables with each table row's line number; lines pyarrow's reader
+    refuses go to ``raw`` (``refused``: it already refused ``lines`` as a whole).
+
+    A refused batch is split in halves until the offending lines are alone. When both halves are
+    refused too, offending lines are everywhere (a chat log whose every line mixes content strings
+    and lists of parts): the whole batch goes to ``raw``, where Python walks it, instead of being
+    split further, since every split parses all of its lines again.
+    """
+    if not refused:
+        table = _read_json([text for _, text in lines])
+        if table is not None and table.num_rows == len(lines):
+            yield table, np.array([number for number, _ in lines], dtype=np.int64)
+            return
     if len(lines) == 1:
         raw.append(lines[0])
         return
     middle = len(lines) // 2
-    yield from _parse(lines[:middle], raw)
-    yield from _parse(lines[middle:], raw)
+    halves = (lines[:middle], lines[middle:])
+    tables = [_read_json([text for _, text in half]) for half in halves]
+    readable = [table is not None and table.num_rows == len(half) for half, table in zip(halves, tables)]
+    if not any(readable):
+        raw.extend(lines)
+        return
+    for half, table, ok in zip(halves, tables, readable):
+        if ok:
+            yield table, np.array([number for number, _ in half], dtype=np.int64)
+        else:
+            yield from _parse(half, raw, refused=True)
 
 
 def _read_json(texts: list[bytes]) -> pa.Table | None:
@@ -234,6 +260,65 @@ def _read_json(texts: list[bytes]) -> pa.Table | None:
         return pj.read_json(io.BytesIO(data), read_options=options)
     except Exception:  # malformed JSON, type changes between lines, non-object lines
         return None
+
+
+def _object_of(text: bytes) -> dict | None:
+    """The line's JSON object, or None (not an object, malformed, too deep, or repeating a key,
+    whose earlier value parsing would lose: such a line is scanned as text)."""
+    if _OBJECT_START.match(text) is None:
+        return None
+    repeated: list[bool] = []
+    try:
+        value = json.loads(text.decode("utf-8", "replace"), parse_int=_int_or_digits,
+                           object_pairs_hook=_noting_repeats(repeated))
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and not repeated else None
+
+
+def walk_objects(rows: list[tuple[int, dict]]) -> list[LeafCells]:
+    """Leaves of parsed JSON objects (row number, object), with the column paths and roles that
+    pyarrow's reader and the Parquet flattening give (``messages[1].content[0].text``).
+
+    Strings are cells; numbers, booleans and nulls cannot carry a credential. A key that could
+    itself be a secret is shown by position (``#2``) and scanned as a cell of its own (``….#2.name``),
+    as for Parquet. Cells of the same path template share one leaf.
+    """
+    by_template: dict[str, tuple[list[str], list[int], list[tuple[int, ...]], list[str | None]]] = {}
+
+    def add(template: str, text: str, row: int, args: tuple[int, ...], role: str | None) -> None:
+        values, numbers, arguments, roles = by_template.setdefault(template, ([], [], [], []))
+        values.append(text)
+        numbers.append(row)
+        arguments.append(args)
+        roles.append(role)
+
+    for row, document in rows:
+        # Depth first with an explicit stack: a line may nest as deep as json.loads reads.
+        stack: list[tuple[object, str, tuple[int, ...], str | None]] = [(document, "", (), None)]
+        while stack:
+            value, template, args, role = stack.pop()
+            if isinstance(value, str):
+                add(template, value, row, args, role)
+            elif isinstance(value, dict):
+                own = value.get("role")
+                role = own if isinstance(own, str) else role
+                for position, (key, item) in enumerate(value.items()):
+                    label = field_label(key, position)
+                    path = f"{template}.{escape_template(label)}" if template else escape_template(label)
+                    if label != key:
+                        add(f"{path}.name", key, row, args, role)
+                    stack.append((item, path, args, role))
+            elif isinstance(value, list):
+                stack.extend((item, template + "[{}]", args + (i,), role) for i, item in enumerate(value))
+    leaves: list[LeafCells] = []
+    for template, (values, numbers, arguments, roles) in by_template.items():
+        path_args = tuple(np.array([a[i] for a in arguments], dtype=np.int64) for i in range(len(arguments[0])))
+        # A lone surrogate (an emoji cut in half) cannot be UTF-8: it is replaced, as pyarrow's reader does.
+        texts = [v if v.isascii() else v.encode("utf-8", "replace").decode("utf-8") for v in values]
+        leaves.append(LeafCells(template, pa.array(texts, pa.large_string()), np.array(numbers, dtype=np.int64),
+                                path_args, pa.array(roles, pa.large_string()) if any(roles) else None))
+    return leaves
 
 
 def _is_json(text: str) -> bool:
