@@ -102,8 +102,14 @@ def huggingface_token(rng: random.Random, prefix: str = "hf_") -> str:
 
 
 def aws_key_id(rng: random.Random, prefix: str = "AKIA") -> str:
-    """An AWS access key ID: a 4-letter prefix and 16 base32 characters."""
-    return prefix + _chars(rng, BASE32, 16)
+    """An AWS access key ID: a 4-letter prefix and 16 base32 characters (encoding, like an issued
+    key, an account ID of at most 12 digits)."""
+    from shardscan.verifiers.aws import account_id
+
+    while True:
+        key = prefix + _chars(rng, BASE32, 16)
+        if len(account_id(key) or "") <= 12:
+            return key
 
 
 def aws_secret(rng: random.Random) -> str:

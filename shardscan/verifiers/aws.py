@@ -81,25 +81,31 @@ def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
     account = account_id(key_id)
     if documented := _documentation_account(account):
         return documented
+    if account is not None and len(account) > 12:
+        # 40 bits hold numbers up to 13 digits; AWS account IDs have 12.
+        return Verification(Verdict.INVALID, f"encodes a {len(account)}-digit account number, and AWS account IDs "
+                                             "have 12 digits: a made-up key ID")
     pieces = [f"AWS {name}"]
     pieces.append(f"account {account}" if account else "account not encoded (pre-2019 key ID format)")
     pair = candidate.group("pair")
+    usable = False
     if pair:
         example = known_examples().lookup(pair, "aws")
         reason = "the documentation example secret" if example else looks_like_secret_key(pair)
         if placeholder_reason(pair) is not None:
             reason = "a placeholder"
-        if reason is None:
+        usable = reason is None
+        if usable:
             pieces.append("paired with an adjacent 40-character secret access key (usable pair)")
         else:
             pieces.append(f"the 40 characters next to it are {reason}, not a secret key")
     else:
         pieces.append("no secret access key next to it")
-        if prefix == "ASIA":
-            # CloudTrail records and STS output print these by the hundred. Without its secret and
-            # session token a temporary key ID grants nothing, and its session lasts 36 hours at most.
-            pieces.append("a temporary key ID alone, from a session that lasts 36 hours at most: not usable")
-            return Verification(Verdict.EXPIRED, ", ".join(pieces))
+    if not usable and prefix == "ASIA":
+        # CloudTrail records and STS output print these by the hundred. Without its secret and
+        # session token a temporary key ID grants nothing, and its session lasts 36 hours at most.
+        pieces.append("a temporary key ID alone, from a session that lasts 36 hours at most: not usable")
+        return Verification(Verdict.EXPIRED, ", ".join(pieces))
     return Verification(Verdict.UNVERIFIED, ", ".join(pieces))
 
 
