@@ -73,6 +73,12 @@ class ScanOptions:
     # leaves it on when there are fewer work items than requested cores (does not change results).
     read_threads: bool = True
 
+    def __post_init__(self) -> None:
+        # A clock without a timezone is taken as UTC: expiry claims are UTC instants, and comparing
+        # a naive clock with them would fail every time check.
+        if self.now.tzinfo is None:
+            object.__setattr__(self, "now", self.now.replace(tzinfo=UTC))
+
 
 @dataclass(frozen=True, slots=True)
 class CellFinding:

@@ -51,6 +51,18 @@ def test_expiry_follows_the_clock():
     assert verify(token, "jwt", datetime(2026, 7, 27, tzinfo=UTC)).verdict == Verdict.EXPIRED  # exp is exclusive
 
 
+def test_a_clock_without_timezone_is_utc():
+    """The library takes ``now`` as given; a naive datetime must not break the time checks."""
+    from shardscan.engine import Scanner, ScanOptions
+    from shardscan.ruleset import load_ruleset
+
+    token = make_jwt({"exp": ts("2026-07-27T00:00:00")})
+    for now, verdict in ((datetime(2026, 7, 26), Verdict.VALID), (datetime(2026, 7, 28), Verdict.EXPIRED)):
+        [finding], _ = Scanner(load_ruleset(), ScanOptions(now=now)).scan_text(f"Bearer {token}")
+        assert finding.verdict == verdict, finding.detail
+        assert verify(token, "jwt", now).verdict == verdict
+
+
 def test_not_yet_valid_token_is_valid_and_says_when():
     token = make_jwt({"nbf": ts("2027-03-01T00:00:00"), "exp": ts("2027-04-01T00:00:00")})
     outcome = verify(token, "jwt", NOW)

@@ -10,7 +10,7 @@ as a secret, so they are ``invalid`` as credentials.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.common import ago, as_timestamp, b64url_decode, day, json_object, safe_text
@@ -38,7 +38,9 @@ def check_jwt(candidate: Candidate, context) -> Verification | None:
 
 
 def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
-    """Judge one compact-serialised token against the clock ``now``."""
+    """Judge one compact-serialised token against the clock ``now`` (UTC when it has no timezone)."""
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
     parts = token.split(".")
     if len(parts) == 5:
         return _verify_jwe(parts)
