@@ -196,7 +196,7 @@ def test_verdicts_read_from_the_clock_replay_only_for_the_same_clock(tmp_path, o
     )
     ruleset = load_ruleset([rule])
     data = tmp_path / "data"
-    write_trace_shard(data / "clocked.parquet", [trace_row(task="clocked-qwerty")])
+    write_trace_shard(data / "clocked.parquet", [trace_row(task="clocked-rivmus")])
     cache = tmp_path / "cache"
     first = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
     assert [f.verdict for f in first.findings] == [Verdict.VALID]

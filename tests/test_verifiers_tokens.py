@@ -24,7 +24,7 @@ from shardscan.synth import (
 )
 from shardscan.verifiers.aws import account_id
 from shardscan.verifiers.github import base62_crc32 as verifier_crc
-from shardscan.verifiers.placeholder import is_word_like
+from shardscan.verifiers.placeholder import is_word_like, placeholder_reason
 from tests.verifier_helpers import findings, only, verify
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -121,9 +121,25 @@ def test_key_id_detail_names_account_and_pairing():
 
 
 def test_key_id_next_to_a_commit_hash_is_not_paired():
+    """The digest is no secret, so the temporary key ID is judged as if alone (not usable)."""
     commit = "%040x" % random.Random(2).getrandbits(160)
     finding = only(f"key ASIAY34FZKBOKMUTVV7A at commit {commit}", "aws-access-key-id")
-    assert finding.detail.endswith("the 40 characters next to it are a hex digest, not a secret key")
+    assert finding.verdict == Verdict.EXPIRED
+    assert "the 40 characters next to it are a hex digest, not a secret key, a temporary key ID alone" in finding.detail
+    key = _key_id_for_account(609629065308, random.Random(3))
+    finding = only(f"key {key} at commit {commit}", "aws-access-key-id")
+    assert finding.verdict == Verdict.UNVERIFIED  # a long-term key ID blocks alone too
+
+
+def test_key_id_encoding_a_thirteen_digit_account_is_made_up():
+    """40 bits hold numbers up to 1,099,511,627,775; AWS account IDs have 12 digits."""
+    key = _key_id_for_account(10**12 + 4321, random.Random(5))
+    assert account_id(key) == "1000000004321"
+    finding = only(f"aws_access_key_id = {key}", "aws-access-key-id")
+    assert (finding.verdict, finding.detail) == (
+        Verdict.INVALID, "encodes a 13-digit account number, and AWS account IDs have 12 digits: a made-up key ID"
+    )
+    assert all(len(account_id(aws_key_id(random.Random(seed))) or "") <= 12 for seed in range(200))
 
 
 def test_lone_key_id():
@@ -229,6 +245,13 @@ def test_huggingface_has_no_offline_check():
         ("HF_TOKEN=hf_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1L", "huggingface-token", Verdict.REDACTED),
         ("AWS_SECRET_ACCESS_KEY=Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm3N", "aws-secret-access-key", Verdict.REDACTED),
         ("key=sk-ant-oat01-" + "Xy7_Kq2-Lm9P" * 7 + "Wz4tR0vBcAA", "anthropic-oauth-token", Verdict.REDACTED),
+        # Invented by a model: keyboard rows, the alphabet backwards or skipping letters, l33t words,
+        # and letters and digits in a fixed rhythm.
+        ("HF_TOKEN=hf_ZxCvBnMaSdFgHjKlPoIuYtReWq98765432", "huggingface-token", Verdict.REDACTED),
+        ("HF_TOKEN=hf_zYxWvUtSrQpOnMlKjIhGfEdCbA98765432", "huggingface-token", Verdict.REDACTED),
+        ("HF_TOKEN=hf_kLmNpQrStVwXyZaBcDeFgHiJkLmNpQrS12", "huggingface-token", Verdict.REDACTED),
+        ("HF_TOKEN=hf_R4nd0mT0k3nV4lu3F0rD3m0Purp0s3s123", "huggingface-token", Verdict.REDACTED),
+        ("HF_TOKEN=hf_Xk9mP2vL8nQ4rT6wY1zB3cD5fG7hJ0kM4n", "huggingface-token", Verdict.REDACTED),
     ],
 )
 def test_placeholders_and_word_like_bodies(text, rule, verdict):
@@ -242,6 +265,15 @@ def test_random_bodies_are_not_word_like():
     for _ in range(2000):
         assert not is_word_like("".join(rng.choice(string.ascii_letters + string.digits) for _ in range(34)))
         assert not is_word_like("".join(rng.choice(BASE32) for _ in range(16)))
+
+
+def test_random_bodies_are_not_placeholders():
+    """Every placeholder signal together (sequences, walks, rhythms, l33t words) spares random bodies."""
+    rng = random.Random(12)
+    alphabet = string.ascii_letters + string.digits
+    for _ in range(20000):
+        body = "".join(rng.choice(alphabet) for _ in range(34))
+        assert placeholder_reason("hf_" + body) is None, body
 
 
 def test_generated_tokens_of_every_kind_are_never_called_placeholders():

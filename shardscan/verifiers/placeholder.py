@@ -36,7 +36,12 @@ _EXAMPLE_WORDS = re.compile(r"example|sample", re.I)
 _SHORT_PLACEHOLDERS = (
     "your", "fake", "test", "here", "insert", "replace", "mock", "todo", "temp", "dummy", "paste", "put",
 )
-_SEQUENCES = ("0123456789", "1234567890", "abcdefghij", "qwertyuiop", "9876543210")
+# Counting and keyboard runs a person types; six letters of a keyboard row occur in a random body
+# of 40 characters about once in a hundred million.
+_SEQUENCES = ("0123456789", "1234567890", "abcdefghij", "9876543210", "qwerty", "asdfgh", "zxcvbn", "poiuyt",
+              "lkjhgf", "mnbvcx")
+# Digits read as letters (l33t): a body that turns into words this way was typed, not generated.
+_LEET = str.maketrans("4310575", "aeiosts")
 
 WORD_COVERAGE = 0.6
 MIN_BODY = 8
@@ -124,7 +129,11 @@ def placeholder_reason(secret: str) -> Verification | None:
         return Verification(Verdict.REDACTED, "body contains a keyboard or counting sequence, a placeholder")
     if len(body) >= 16 and _entropy(body) < 2.5:
         return Verification(Verdict.REDACTED, f"low-entropy body ({_entropy(body):.1f} bits/char), a placeholder")
+    if _periodic_classes(body):
+        return Verification(Verdict.REDACTED, "letters and digits alternate in a fixed pattern, typed rather than random")
     coverage, words = word_coverage(body)
+    if (coverage < WORD_COVERAGE or len(words) < 2) and re.search(r"[a-zA-Z][0-9][a-zA-Z]", body):
+        coverage, words = word_coverage(body.translate(_LEET))
     if coverage >= WORD_COVERAGE and len(words) >= 2:
         if _EXAMPLE_WORDS.search(body):
             return Verification(Verdict.EXAMPLE, "made of words including 'example'/'sample': a documentation value")
@@ -139,16 +148,34 @@ def placeholder_reason(secret: str) -> Verification | None:
 
 
 def _walks_the_alphabet(lowered: str) -> bool:
-    """True when the body's letters step through the alphabet (``Aa1Bb2Cc3…``, ``abc-def-ghi…``).
+    """True when the body's letters step through the alphabet, up or down, one or two letters at
+    a time (``Aa1Bb2Cc3…``, ``abc-def-ghi…``, ``zYxWvU…``, ``kLmNpQrS…``, wrapping from z to a).
 
-    In a random body a letter follows its predecessor or repeats it one time in thirteen; in a
+    In a random body a letter steps that way from its predecessor about one time in five; in a
     typed pattern nearly always.
     """
-    letters = [ord(c) for c in lowered if "a" <= c <= "z"]
+    letters = [ord(c) - 97 for c in lowered if "a" <= c <= "z"]
     if len(letters) < 12:
         return False
-    steps = sum(1 for a, b in zip(letters, letters[1:]) if b - a in (0, 1))
-    return steps >= 0.8 * (len(letters) - 1)
+    steps = [(b - a) % 26 for a, b in zip(letters, letters[1:])]
+    up = sum(1 for step in steps if step in (0, 1, 2))
+    down = sum(1 for step in steps if step in (0, 25, 24))
+    return max(up, down) >= 0.8 * len(steps)
+
+
+def _periodic_classes(body: str) -> bool:
+    """True when letters and digits follow a short repeating pattern over the whole body
+    (``Xk9mP2vL8nQ4…``: two letters and a digit, again and again), as invented keys are written.
+
+    A random alphanumeric body keeps such a pattern over 24 characters about once in ten million.
+    """
+    body = body.replace("-", "").replace("_", "")
+    if len(body) < 24 or not body.isalnum() or not body.isascii():
+        return False
+    shape = "".join("9" if c.isdigit() else "a" for c in body)
+    if "9" not in shape or "a" not in shape:
+        return False
+    return any(shape == (shape[:period] * (len(shape) // period + 1))[: len(shape)] for period in (2, 3, 4))
 
 
 # A unit of 2-12 characters written three or more times in a row ("a1B2c3D4e5a1B2c3D4e5...").
