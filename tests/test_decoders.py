@@ -49,6 +49,9 @@ def test_registry_names_match_decoder_records():
         ("shell-prompt", "tokenopenhands@runtime-1f2e:/workspace$ ls", "token\nopenhands@runtime-1f2e:/workspace$ ls"),
         ("shell-prompt", "tokenbash-5.2# ls", "token\nbash-5.2# ls"),
         ("shell-prompt", "tokenbash-$ ls", "token\nbash-$ ls"),
+        ("shell-prompt", "tokensh-5.1$ ls", "token\nsh-5.1$ ls"),
+        ("shell-prompt", "tokenI have no name!@0c1d:/app$ ls", "token\nI have no name!@0c1d:/app$ ls"),
+        ("shell-prompt", "tokensagemaker-user@default:~$ ls", "token\nsagemaker-user@default:~$ ls"),
         ("shell-prompt", "tokenvscode ➜ /workspaces/app (main) $ ls", "token\nvscode ➜ /workspaces/app (main) $ ls"),
     ],
 )
@@ -72,6 +75,7 @@ def test_escape_decoders_yield_nothing_without_escapes(name):
         "hf_abc123root@host is not a prompt",
         "x\nbash-5.2# ls",  # a prompt on its own line: nothing to split
         "see bash-completion docs",
+        "git push-$ x",  # "sh-" inside a word, not a prompt's version
     ],
 )
 def test_shell_prompt_splits_only_glued_prompts(text):

@@ -20,17 +20,18 @@ NAME = "shell-prompt"
 _USERS = (
     "root|ubuntu|user|runner|vscode|jovyan|node|app|admin|ec2-user|codespace|coder|dev|developer|agent|sandbox|"
     "ray|docker|debian|pi|azureuser|builder|worker|ci|gitpod|runner-admin|openhands|appuser|nonroot|jenkins|"
-    "circleci|vagrant|centos|fedora|alpine|devuser"
+    "circleci|vagrant|centos|fedora|alpine|devuser|sagemaker-user|I have no name!"
 )
 # What follows a user at the start of a prompt: @host:path and # or $ (bash's and zsh's defaults),
 # or a dev container's arrow ("vscode ➜ /workspaces/app $"). bash's own prompt needs no user
-# ("bash-5.2# ", SWE-agent's "bash-$ ").
+# ("bash-5.2# ", SWE-agent's "bash-$ "), nor sh's ("sh-5.1$ "). A container run with a user ID
+# that /etc/passwd lacks shows "I have no name!@host:/app$ ".
 _AT_REST = re.compile(r"@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]")
 _ARROW = " ➜ "
-_BASH = "bash-"
+_SH = "sh-"  # the end of "bash-" too
 _BASH_REST = re.compile(r"(?:[0-9][0-9.]{0,8})?[#$][ ]")
 _USER_BEFORE = re.compile(r"(?:%s)\Z" % _USERS)
-_SPLIT = re.compile(r"\n(?=(?:%s)(?:@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]| ➜ )|bash-(?:[0-9][0-9.]{0,8})?[#$] )"
+_SPLIT = re.compile(r"\n(?=(?:%s)(?:@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]| ➜ )|bash-(?:[0-9][0-9.]{0,8})?[#$] |sh-[0-9][0-9.]{0,8}[#$] )"
                     % _USERS)
 # What a glued prompt follows: the last character of a token (or of other output).
 _GLUE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_=+/-")
@@ -38,7 +39,7 @@ _LONGEST_USER = max(len(u) for u in _USERS.split("|"))
 
 
 def _prompt_starts(text: str) -> list[int]:
-    """Where glued prompts start, found from their marks (``@``, `` ➜ ``, ``bash-``) with C-speed
+    """Where glued prompts start, found from their marks (``@``, `` ➜ ``, ``sh-``) with C-speed
     searches, so that a long text without prompts costs a few scans, not a regex at every position."""
     starts: set[int] = set()
     for mark, rest in (("@", _AT_REST), (_ARROW, None)):
@@ -49,11 +50,14 @@ def _prompt_starts(text: str) -> list[int]:
                 if user is not None:
                     starts.add(user.start())
             at = text.find(mark, at + 1)
-    at = text.find(_BASH)
+    at = text.find(_SH)
     while at >= 0:
-        if _BASH_REST.match(text, at + len(_BASH)):
-            starts.add(at)
-        at = text.find(_BASH, at + 1)
+        bash = at >= 2 and text.startswith("ba", at - 2)
+        # sh's prompt always shows its version ("sh-5.1$ "); SWE-agent's bash prompt may not.
+        rest = _BASH_REST.match(text, at + len(_SH))
+        if rest is not None and (bash or rest.group(0)[0].isdigit()):
+            starts.add(at - 2 if bash else at)
+        at = text.find(_SH, at + 1)
     return sorted(p for p in starts if p > 0 and text[p - 1] in _GLUE)
 
 
@@ -81,4 +85,4 @@ def encode(text: str) -> str:
 
 
 # The arrow alone as a trigger: absent from ASCII text, it is rejected without a scan.
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, text_transform=True, trigger=("@", _BASH, "➜"))
+DECODER = Decoder(name=NAME, decode=decode, encode=encode, text_transform=True, trigger=("@", _SH, "➜"))
