@@ -109,9 +109,10 @@ class _WatchedContext(VerifyContext):
 
     __slots__ = ("_reads",)
 
-    def __init__(self, now: datetime, kind: str, reads: list[bool] | None = None) -> None:
+    def __init__(self, now: datetime, kind: str, reads: list[bool] | None = None, text: str = "") -> None:
         VerifyContext.now.__set__(self, now)  # type: ignore[attr-defined]
         VerifyContext.kind.__set__(self, kind)  # type: ignore[attr-defined]
+        VerifyContext.text.__set__(self, text)  # type: ignore[attr-defined]
         object.__setattr__(self, "_reads", reads if reads is not None else [])
 
     @property  # type: ignore[override]
@@ -413,7 +414,7 @@ class Scanner:
         for cand, start, end in kept:
             rule = self.ruleset.get(cand.rule_id)
             reads: list[bool] = []
-            verification = verify_candidate(cand, rule.verify, _WatchedContext(self.options.now, rule.kind, reads))
+            verification = verify_candidate(cand, rule.verify, _WatchedContext(self.options.now, rule.kind, reads, text))
             out.append(
                 CellFinding(
                     rule_id=rule.id,

@@ -223,6 +223,33 @@ def test_token_signed_with_a_test_suite_secret_is_an_example(secret):
     assert f"signature verifies with '{secret.decode()}'" in finding.detail
 
 
+@pytest.mark.parametrize("key", ["please-change-this-secret", "supersecretkey123", "test_jwt_secret",
+                                 "dev-signing-key-2024", "MySuperSecret"])
+def test_token_signed_with_a_placeholder_key_written_in_the_same_cell_is_an_example(key):
+    """Models writing auth code mint a token right under their SECRET_KEY: anyone can mint it again."""
+    token = _signed({"sub": "alice", "exp": ts("2030-01-01T00:00:00")}, key.encode())
+    for cell in (f'SECRET_KEY = "{key}"\ntoken = jwt.encode(claims, SECRET_KEY)\nprint(token)  # {token}',
+                 f"JWT_SECRET={key}\n$ curl -H 'Authorization: Bearer {token}' localhost:8000/me"):
+        finding = only(cell, "jwt")
+        assert finding.verdict == Verdict.EXAMPLE, finding.detail
+        assert finding.detail == (f"signed with a placeholder key written in the same cell ({key[:4]!r}…): "
+                                  "a test or tutorial token, anyone can mint it")
+    # Elsewhere the key is unknown, and the token is judged on its own.
+    assert only(f"Authorization: Bearer {token}", "jwt").verdict == Verdict.VALID
+
+
+@pytest.mark.parametrize("key", ["acme-prod-signing-key", "Zq8rT2vLw9kP", "k3y-9f8e7d6c5b4a"])
+def test_a_key_with_anything_of_its_own_in_the_same_cell_keeps_the_token_blocking(key):
+    """A key naming its project, or random, may well be the real one: the token stays a credential."""
+    token = _signed({"sub": "alice", "exp": ts("2030-01-01T00:00:00")}, key.encode())
+    assert only(f'SECRET_KEY = "{key}"\nBearer {token}', "jwt").verdict == Verdict.VALID
+
+
+def test_fastapi_tutorial_key_is_documented():
+    token = _signed({"sub": "johndoe"}, b"09d25e094faa6ca2556c818166b7a9563b93f7099f6f0f4caa6cf63b88e8d3e7")
+    assert "FastAPI tutorial HMAC secret" in only(f"Bearer {token}", "jwt").detail
+
+
 def test_token_signed_with_an_unknown_secret_is_valid():
     token = _signed({"user_id": 7, "exp": ts("2030-01-01T00:00:00")}, random.Random(3).randbytes(32))
     assert only(f"Bearer {token}", "jwt").verdict == Verdict.VALID

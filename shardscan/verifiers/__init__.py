@@ -9,7 +9,7 @@ matters: ``AKIAIOSFODNN7EXAMPLE`` contains "EXAMPLE" and must come out ``example
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from shardscan.model import Candidate, Verdict, Verification
@@ -25,10 +25,12 @@ from shardscan.verifiers.private_key import check_private_key
 
 @dataclass(frozen=True, slots=True)
 class VerifyContext:
-    """What a verifier may know besides the candidate: the clock (settable for tests and audits)."""
+    """What a verifier may know besides the candidate: the clock (settable for tests and audits)
+    and the text of the cell it was found in (plaintext: repr leaves it out)."""
 
     now: datetime
     kind: str
+    text: str = field(default="", repr=False, compare=False)
 
 
 Verifier = Callable[[Candidate, VerifyContext], Verification | None]

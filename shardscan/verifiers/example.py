@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -53,17 +54,11 @@ class KnownExamples:
 
     def lookup_hmac_secret(self, token: str) -> str | None:
         """The documented secret's name when the JWT's HMAC signature verifies with it."""
-        parts = token.split(".")
-        if len(parts) != 3 or not self.hmac_secrets:
+        signs = hmac_signer(token) if self.hmac_secrets else None
+        if signs is None:
             return None
-        header = json_object(b64url_decode(parts[0]))
-        digest = _HMAC_DIGESTS.get(header.get("alg")) if header else None
-        signature = b64url_decode(parts[2])
-        if digest is None or not signature:
-            return None
-        signed = f"{parts[0]}.{parts[1]}".encode("ascii", "replace")
         for key, name in self.hmac_secrets:
-            if hmac.compare_digest(hmac.new(key, signed, digest).digest(), signature):
+            if signs(key):
                 return f"{name}, signature verifies with {safe_text(key.decode(), 40)!r}"
         return None
 
@@ -82,6 +77,20 @@ class KnownExamples:
 
 
 _HMAC_DIGESTS = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}
+
+
+def hmac_signer(token: str) -> Callable[[bytes], bool] | None:
+    """For an HS256/384/512 JWT, a test of whether a key produced its signature; None for other tokens."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    header = json_object(b64url_decode(parts[0]))
+    digest = _HMAC_DIGESTS.get(header.get("alg")) if header else None
+    signature = b64url_decode(parts[2])
+    if digest is None or not signature:
+        return None
+    signed = f"{parts[0]}.{parts[1]}".encode("ascii", "replace")
+    return lambda key: hmac.compare_digest(hmac.new(key, signed, digest).digest(), signature)
 
 
 def _sha256(text: str) -> str:

@@ -10,10 +10,13 @@ as a secret, so they are ``invalid`` as credentials.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.common import ago, as_timestamp, b64url_decode, day, json_object, safe_text
+from shardscan.verifiers.example import hmac_signer
+from shardscan.verifiers.placeholder import covered_by_words
 
 # Signature sizes in bytes; RSA signatures are as long as the modulus.
 _SIGNATURE_BYTES: dict[str, tuple[int, ...]] = {
@@ -33,8 +36,65 @@ _JWE_ENC = {
 
 
 def check_jwt(candidate: Candidate, context) -> Verification | None:
-    """Verdict for a JWS or JWE token; the clock is ``context.now``."""
-    return verify_jwt(candidate.secret, context.now)
+    """Verdict for a JWS or JWE token; the clock is ``context.now``.
+
+    A token signed with a placeholder key written in the same cell (``SECRET_KEY = "change-me"``
+    above the token a test mints) is a test or tutorial token: anyone reading the cell can mint it.
+    """
+    outcome = verify_jwt(candidate.secret, context.now)
+    if outcome.verdict in (Verdict.VALID, Verdict.UNVERIFIED, Verdict.EXPIRED):
+        key = placeholder_key_in(candidate.secret, getattr(context, "text", ""))
+        if key is not None:
+            return Verification(Verdict.EXAMPLE, f"signed with a placeholder key written in the same cell "
+                                                 f"({key[:4]!r}…): a test or tutorial token, anyone can mint it")
+    return outcome
+
+
+# Quoted strings and assigned values: where code and configuration write a signing key.
+_KEY_LITERALS = re.compile(r"""["'`]([^"'`\\\n]{4,100})\\?["'`]|[=:][ \t]*([^\s"'`,;)]{4,100})""")
+_KEY_TEXT_LIMIT = 1 << 20
+# The words placeholder keys are made of ("your-secret-key-change-in-production", "supersecretkey123",
+# "test_jwt_secret"): a key made of these and digits alone carries nothing of its project.
+_KEY_WORDS = frozenset(
+    "a an the my your our this that is it at in to of for and or with not no do dont only use me here please "
+    "change changeme replace set own new some another any real very super long random string strong simple basic "
+    "secret secrets key keys jwt jws token tokens sign signing hmac hs auth access refresh session api app "
+    "password pass value test tests testing dev develop development local demo example sample dummy fake mock "
+    "default insecure unsafe placeholder todo temp temporary production prod staging env environment config "
+    "settings least bits bit characters chars char min minimum max foo bar baz hello world tutorial course "
+    "practice project flask django fastapi express node server backend generate generated".split()
+)
+_KEY_MARKS = frozenset("secret secrets key keys jwt token signing hmac password pass".split())
+
+
+def placeholder_key_in(token: str, text: str) -> str | None:
+    """A placeholder-like string of ``text`` that the HS256/384/512 token's signature verifies with, if any."""
+    signs = hmac_signer(token) if text else None
+    if signs is None:
+        return None
+    tried: set[str] = set()
+    for match in _KEY_LITERALS.finditer(text, 0, _KEY_TEXT_LIMIT):
+        key = match.group(1) or match.group(2)
+        if key in tried or not _generic_phrase(key):
+            continue
+        tried.add(key)
+        if signs(key.encode("utf-8", "replace")):
+            return key
+    return None
+
+
+def _generic_phrase(key: str) -> bool:
+    """Whether ``key`` is only generic words (one naming a secret) and short digit runs."""
+    if re.search(r"[0-9]{7,}|[^A-Za-z0-9 _.!\-]", key):
+        return False
+    words: list[str] = []
+    for segment in re.findall(r"[A-Za-z]+", key):
+        covered, pieces = covered_by_words(segment.lower(), _KEY_WORDS)
+        if covered != len(segment):
+            return False
+        words += pieces
+    return any(word in _KEY_MARKS for word in words)
+
 
 
 def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:

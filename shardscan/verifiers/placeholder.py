@@ -65,8 +65,8 @@ def _segments(body: str) -> list[str]:
     return [s.lower() for s in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", body)]
 
 
-def _covered(segment: str, words: frozenset[str]) -> tuple[int, list[str]]:
-    """Most characters of ``segment`` covered by dictionary words (word-break dynamic programme)."""
+def covered_by_words(segment: str, words: frozenset[str]) -> tuple[int, list[str]]:
+    """Most characters of ``segment`` covered by ``words``, and those words (word-break dynamic programme)."""
     n = len(segment)
     best = [(0, [])] * (n + 1)
     for i in range(1, n + 1):
@@ -87,7 +87,7 @@ def word_coverage(body: str) -> tuple[float, list[str]]:
     words = dictionary()
     total, found = 0, []
     for segment in _segments(body[:400]):
-        score, pieces = _covered(segment, words)
+        score, pieces = covered_by_words(segment, words)
         total += score
         found += pieces
     return total / min(len(body), 400), found
