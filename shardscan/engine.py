@@ -17,6 +17,7 @@ from shardscan import arrow_compute as compute
 from shardscan import decoders
 from shardscan.decoders import DecodeLimits
 from shardscan.decoders.shell_prompt import NAME as SHELL_PROMPT
+from shardscan.decoders.terminal_wrap import NAME as TERMINAL_WRAP
 from shardscan.detect import RegexTimeout, detect
 from shardscan.errors import ShardReadError, describe_exception
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
@@ -408,7 +409,7 @@ class Scanner:
         timer.totals["decode"] += decoding
         t = timer.add("match", t + decoding)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
-        kept = _deduplicate(raw, self.ruleset)
+        kept = _deduplicate(raw, self.ruleset, text)
         spans = [(s, e, preview(c.secret)) for c, s, e in kept]
         out: list[CellFinding] = []
         for cand, start, end in kept:
@@ -432,6 +433,7 @@ class Scanner:
                     revealed=cand.secret if self.options.reveal_secrets else None,
                 )
             )
+        out = _settle_wrap_readings(kept, out, text)
         timer.add("verify", t)
         return out, limits
 
@@ -454,7 +456,9 @@ def _attach(cf: CellFinding, location: CellLocation) -> Finding:
     )
 
 
-def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> list[tuple[Candidate, int, int]]:
+def _deduplicate(
+    raw: list[tuple[Candidate, int, int]], ruleset: Ruleset, text: str = ""
+) -> list[tuple[Candidate, int, int]]:
     """One finding per secret in a cell, read through the fewest decodings that read it exactly.
 
     1. Per (rule, fingerprint), the most-decoded reading of the secret is its true text (a PEM
@@ -466,7 +470,9 @@ def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> lis
        further (the escaped line breaks of a doubly escaped key, a key cut at an escaped dash).
        Conversely, a candidate is dropped when the shell-prompt decoding of its text found the
        same rule starting where it starts and ending sooner: read as written, the token ran on
-       into the user name of a prompt glued after it.
+       into the user name of a prompt glued after it. A candidate ending at a line break that the
+       terminal-wrap decoding joined is kept beside the longer reading: which of the two is the
+       secret is settled after verification (see :func:`_settle_wrap_readings`).
     3. A match lying wholly inside a longer match of another rule (the JWT inside a
        ``ghs_<appid>_<JWT>`` token) is the same secret.
     """
@@ -476,7 +482,10 @@ def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> lis
         groups[(cand.rule_id, fingerprint(cand.secret, ruleset.get(cand.rule_id).kind))].append(item)
     best: list[tuple[Candidate, int, int]] = []
     for items in groups.values():
-        deepest = max(items, key=lambda item: len(item[0].encoding))[0].secret
+        # (Joining wrapped lines is a reading, not a decoding: of equally decoded readings of one
+        # secret, the one without it is the true text.)
+        deepest = max(items, key=lambda item: (len(item[0].encoding) - (TERMINAL_WRAP in item[0].encoding),
+                                               TERMINAL_WRAP not in item[0].encoding))[0].secret
         exact = [item for item in items if item[0].secret == deepest]
         best.append(min(exact, key=lambda item: (len(item[0].encoding), item[1], item[2])))
     readable = [
@@ -488,6 +497,7 @@ def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> lis
             and o[0].encoding[: len(item[0].encoding)] == item[0].encoding
             and o[1] <= item[1]
             and item[2] <= o[2]
+            and not _wrap_alternative(item, o, text)
             for o in best
         )
         and not any(
@@ -507,6 +517,38 @@ def _deduplicate(raw: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> lis
         if not nested:
             out.append(item)
     return out
+
+
+def _wrap_alternative(item: tuple[Candidate, int, int], other: tuple[Candidate, int, int], text: str) -> bool:
+    """Whether ``other``, a terminal-wrap reading, runs on past a line break where ``item`` ends:
+    either the token was wrapped there, or it ended at the pane's edge and the next line is other
+    output. Only verification can tell."""
+    cand, start, end = item
+    reading, o_start, o_end = other
+    return (
+        TERMINAL_WRAP in reading.encoding[len(cand.encoding) :]
+        and o_start == start
+        and end < o_end
+        and text[end : end + 1] in ("\n", "\r")
+    )
+
+
+# Verdicts from most to least telling that a reading is the secret.
+_VERDICT_RANK = {"valid": 0, "unverified": 1, "encrypted": 2, "expired": 3, "example": 4, "redacted": 5, "invalid": 6}
+
+
+def _settle_wrap_readings(
+    kept: list[tuple[Candidate, int, int]], out: list[CellFinding], text: str
+) -> list[CellFinding]:
+    """Of a token read as written and read across the line break after it (terminal-wrap), keep
+    the reading whose verdict says more that it is the secret; the joined one when they tie."""
+    dropped: set[int] = set()
+    for i, item in enumerate(kept):
+        for j, other in enumerate(kept):
+            if i != j and item[0].rule_id == other[0].rule_id and _wrap_alternative(item, other, text):
+                worse = i if _VERDICT_RANK.get(str(out[i].verdict), 9) >= _VERDICT_RANK.get(str(out[j].verdict), 9) else j
+                dropped.add(worse)
+    return [finding for k, finding in enumerate(out) if k not in dropped]
 
 
 def _inside(item: tuple[Candidate, int, int], outer: tuple[Candidate, int, int]) -> bool:

@@ -493,6 +493,11 @@ def positives() -> list[Case]:
     add("wrapped-tokens", "wrapping",
         f"Use <{g1}> as the token (refresh: ({g2})); the hub token is [{h}] and «{o}».",
         G(g1), G(g2), E("huggingface-token", h), E("openai-api-key", o))
+    o = oai("tmux-pane")
+    pane = f"root@4f2a:/app# export OPENAI_API_KEY={o}"
+    add("tmux-pane-wrapped-key", "wrapping",
+        "root@4f2a:/app# ls\nmain.py  requirements.txt\n" + "\n".join(pane[i : i + 80] for i in range(0, len(pane), 80))
+        + "\nroot@4f2a:/app# python main.py", E("openai-api-key", o))
     h, g, a = hf("punct"), ghp("punct"), ant("punct")
     add("trailing-punctuation", "wrapping", f"Your token is {h}. Also {g}, and {a}!", E("huggingface-token", h), G(g),
         E("anthropic-api-key", a))
@@ -799,7 +804,8 @@ def long_traces() -> list[Case]:
 def gaps() -> list[Case]:
     """Known gaps: credentials the scanner does not (yet) report as labelled. Reported, not counted.
 
-    A token cut apart by the text itself (terminal line wrapping) reads as two unrelated pieces.
+    A token cut apart by the text itself at a width no terminal pane has (a pane capture at 80 or
+    120 columns is joined back by the terminal-wrap decoder) reads as two unrelated pieces.
     """
     wrapped = f"GITHUB_TOKEN={ghp('gap-wrap')}"
     return [

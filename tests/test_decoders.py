@@ -25,7 +25,8 @@ def decode_one(name: str, text: str) -> list:
 
 def test_registry_names_match_decoder_records():
     assert list(DECODERS) == [
-        "json-string", "percent", "base64", "html-entity", "hex-escape", "string-concat", "shell-prompt"
+        "json-string", "percent", "base64", "html-entity", "hex-escape", "string-concat", "shell-prompt",
+        "terminal-wrap",
     ]
     for name, decoder in DECODERS.items():
         assert decoder.name == name
@@ -95,6 +96,58 @@ def test_token_glued_to_the_next_prompt_is_found_whole():
         assert [(f.rule_id, str(f.verdict), f.encoding, text[f.start : f.end]) for f in findings] == [
             (rule, "unverified" if rule == "huggingface-token" else "valid", ("shell-prompt",), value)
         ]
+
+
+def test_terminal_wrap_joins_lines_cut_at_a_common_pane_width():
+    head = "$ export KEY=" + "k" * 67  # 80 columns, ending in a token
+    [decoded] = decode_one("terminal-wrap", f"{head}\r\nrest-of-key\n$ ")
+    assert decoded.text == f"{head}rest-of-key\n$ "
+    # The join maps back over the removed line break.
+    at = len(head)
+    assert (decoded.offsets.start_in_parent(at), decoded.offsets.end_in_parent(at + 4)) == (at + 2, at + 6)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n".join(["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" + "a" * 12] * 3),  # PEM's 64 columns
+        "x" * 79 + " \nnext line",  # the full line ends in a space: no token was cut
+        "y" * 80 + "\n" + "z" * 81 + "\nlonger than the pane",  # no pane is 80 wide here
+        "short\nlines",
+    ],
+)
+def test_terminal_wrap_leaves_texts_without_a_cut_token(text):
+    assert decode_one("terminal-wrap", text) == []
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("template, rule", [("{{openai:sk-proj-}}", "openai-api-key"), ("{{jwt}}", "jwt"),
+                                            ("{{anthropic:api03}}", "anthropic-api-key"),
+                                            ("{{github_pat}}", "github-fine-grained-pat")])
+def test_tokens_wrapped_by_a_terminal_pane_are_found_whole(template, rule, width):
+    """A pane capture (tmux capture-pane without -J) cuts a long export line at the pane's width."""
+    token = expand(template, seed=f"wrap-{width}")
+    line = f"root@4f2a:/app# export API_KEY={token}"
+    capture = "\n".join(line[i : i + width] for i in range(0, len(line), width))
+    text = f"root@4f2a:/app# ls\nmain.py\n{capture}\nroot@4f2a:/app# "
+    assert len(line) > width
+    findings, _ = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_text(text)
+    assert [(f.rule_id, str(f.verdict), f.encoding) for f in findings] == [(rule, "valid", ("terminal-wrap",))]
+    [found] = findings
+    assert text[found.start : found.end].replace("\n", "") == token
+
+
+def test_a_token_ending_at_the_pane_edge_keeps_its_own_reading():
+    """Read across the break, a JWT that filled its line would gain the next line's word; verification
+    tells the two readings apart, and the one written on one line is kept."""
+    token = expand("{{jwt}}", seed="edge")
+    line = "token: " + token
+    line = "a" * (200 - len(line) - 1) + " " + line
+    text = f"$ show\n{line}\nDone\n"
+    findings, _ = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_text(text)
+    assert [(f.rule_id, str(f.verdict), f.encoding, text[f.start : f.end]) for f in findings] == [
+        ("jwt", "valid", (), token)
+    ]
 
 
 def test_offset_map_maps_spans_to_the_whole_escapes():

@@ -18,7 +18,16 @@ from functools import lru_cache
 import pyarrow as pa
 
 from shardscan import arrow_compute as compute
-from shardscan.decoders import base64_, hex_escape, html_entities, json_string, percent, shell_prompt, string_concat
+from shardscan.decoders import (
+    base64_,
+    hex_escape,
+    html_entities,
+    json_string,
+    percent,
+    shell_prompt,
+    string_concat,
+    terminal_wrap,
+)
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
 
 __all__ = [
@@ -42,6 +51,7 @@ DECODERS: dict[str, Decoder] = {
     hex_escape.NAME: hex_escape.DECODER,
     string_concat.NAME: string_concat.DECODER,
     shell_prompt.NAME: shell_prompt.DECODER,
+    terminal_wrap.NAME: terminal_wrap.DECODER,
 }
 """Every decoder, by the name that appears in a finding's decode chain."""
 
