@@ -150,6 +150,30 @@ def test_a_token_ending_at_the_pane_edge_keeps_its_own_reading():
     ]
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    "shape, rule",
+    [
+        ("data:\n  ANTHROPIC_API_KEY: {b64}\n  OPENAI_API_KEY: c2stcHJvai14\n", "anthropic-api-key"),
+        ("data:\n  GITHUB_TOKEN: {b64}\n  MODEL_NAME: Z3B0LTRv\n", "github-fine-grained-pat"),
+        ("_auth={b64}\nalways-auth=true\n", "github-pat"),
+        ("GET / HTTP/1.1\r\nAuthorization: Basic {b64}\r\nUser-Agent: curl/8.0\r\n", "github-pat"),
+    ],
+)
+def test_a_base64_value_is_not_read_into_the_next_line(shape, rule, seed):
+    """An unpadded value followed by the next YAML key, header or setting: the next line is not
+    the wrapped tail of the value (its first line is no wrap width, and ':' or text follows)."""
+    template = {"anthropic-api-key": "{{anthropic:api03}}", "github-fine-grained-pat": "{{github_pat}}",
+                "github-pat": "octocat:{{github:ghp_}}"}[rule]
+    value = expand(template, seed=f"{rule}-{seed}")
+    findings, _ = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_text(shape.format(b64=_b64(value)))
+    assert [(f.rule_id, str(f.verdict), f.encoding) for f in findings] == [(rule, "valid", ("base64",))]
+
+
 def test_offset_map_maps_spans_to_the_whole_escapes():
     text = r"key=ghp\u005fabc\u002d!"
     [decoded] = decode_one("json-string", text)

@@ -21,6 +21,10 @@ URL_NAME = "base64url"
 
 # The shortest credential a rule reports is 20 characters (an AWS key ID): 28 base64 characters.
 MIN_RUN = 24
+# Line widths base64 is wrapped at (PEM 64, MIME and the base64 tool 76, uuencode-style 60, and a
+# few others tools use): a run of one full line and a short last line is read as wrapped only at
+# these. Three or more lines of one width are wrapped at any width.
+WRAP_WIDTHS = frozenset({60, 64, 72, 76, 80, 100, 120})
 # Wrapped base64 (``base64`` wraps at 76, PEM at 64): lines of one length, separated by real
 # or JSON-escaped line breaks, the last line no longer than the others. The leading boundary
 # character makes a failed attempt cost one step inside a word instead of a rescan of its tail.
@@ -149,8 +153,14 @@ def _runs_in(padded: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
     else:
         pieces, last = lines[:-1], lines[-1] + padding
         cursor = line_starts[-1] - 1
-        # A shorter last line belongs to the run when it completes the last quantum.
+        # A shorter last line belongs to the run when it completes the last quantum. After a single
+        # line it must also read as base64's last line rather than the next line's own text (the
+        # next key of a YAML Secret, an HTTP header, a .npmrc setting): the first line is a usual
+        # wrap width, and the last line is not followed by ":" or by more text after its padding.
         complete = (first * len(pieces) + len(last.rstrip("="))) % 4 != 1
+        if len(pieces) == 1:
+            after = padded[line_starts[-1] + len(last) : line_starts[-1] + len(last) + 1]
+            complete = complete and first in WRAP_WIDTHS and after != ":" and not (padding and _LINE.match(after))
         if len(last) <= first and complete and "=" not in last.rstrip("="):
             pieces.append(last)
             end = cursor + len(last)
