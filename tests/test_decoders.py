@@ -174,6 +174,19 @@ def test_a_base64_value_is_not_read_into_the_next_line(shape, rule, seed):
     assert [(f.rule_id, str(f.verdict), f.encoding) for f in findings] == [(rule, "valid", ("base64",))]
 
 
+def test_supabase_auth_cookie_is_read_after_its_base64_label():
+    """@supabase/ssr stores the session as "base64-" and base64url of its JSON; the label's characters
+    are base64's and would shift every quantum."""
+    token = expand("{{jwt}}", seed="supabase")
+    session = json.dumps({"access_token": token, "token_type": "bearer", "refresh_token": "v1.abc"})
+    cookie = "base64-" + base64.urlsafe_b64encode(session.encode()).decode().rstrip("=")
+    cell = f"Cookie: sb-abcdefghijklmnop-auth-token={cookie}; Path=/; SameSite=Lax"
+    result = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_table(pa.table({"headers": [cell]}))
+    assert [(f.rule_id, str(f.verdict), f.start, f.end) for f in result.findings] == [
+        ("jwt", "valid", cell.index("base64-") + 7, cell.index(";", cell.index("base64-")))
+    ]
+
+
 def test_offset_map_maps_spans_to_the_whole_escapes():
     text = r"key=ghp\u005fabc\u002d!"
     [decoded] = decode_one("json-string", text)

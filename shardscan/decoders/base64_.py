@@ -39,6 +39,8 @@ _URL_TO_STD = str.maketrans("-_", "+/")
 # Base64 of image formats' magic bytes (PNG, JPEG, GIF, WebP): screenshots are common in traces,
 # and pixels hold no text credential, so these runs are not decoded at all.
 IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGODdh", "R0lGODlh", "UklGR")
+# A label written in front of a value, glued by a dash: "base64-eyJ…" (Supabase's auth cookie).
+_LABELS = ("base64-", "base64_")
 _HEX_LOWER = "0123456789abcdef"
 _RUN_MAP = bytes(
     ord("A") if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else ord(" ") for b in range(256)
@@ -206,6 +208,9 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
         if body.startswith(IMAGE_MAGIC) or not body.strip(_HEX_LOWER) or not body.strip(_HEX_UPPER):
             continue  # an image, or a hash / commit id (hex digits are base64 characters too)
         shift = _alignment(body) if request.continued and start == 0 else 0
+        if body.startswith(_LABELS):
+            # The label joins the run (its characters are base64's) and would misalign it.
+            body, start = body[len(_LABELS[0]) :], start + len(_LABELS[0])
         read = _read(body, shift)
         if read is None:
             continue
