@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import random
 import sys
@@ -258,6 +259,15 @@ def manifest_path(out: Path) -> Path:
     return out.with_name(out.name + ".manifest.json")
 
 
+def generator_digest() -> str:
+    """A digest of the code that decides a corpus's bytes (this module and the credential
+    generator): a corpus written by other code is generated again."""
+    digest = hashlib.sha256()
+    for source in (Path(__file__), Path(synth.__file__)):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, plants_per_shard: int = 3) -> dict:
     """Write ``shards`` shards holding about ``mb`` MB of strings in total; return the manifest."""
     out.mkdir(parents=True, exist_ok=True)
@@ -291,7 +301,8 @@ def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, 
                 shard_rows += len(rows)
                 total_bytes += sum(row_bytes(r) for r in rows)
         total_rows += shard_rows
-    manifest = {"seed": seed, "mb": mb, "shards": shards, "row_groups": row_groups, "rows": total_rows,
+    manifest = {"seed": seed, "mb": mb, "shards": shards, "row_groups": row_groups, "generator": generator_digest(),
+                "rows": total_rows,
                 "string_bytes": total_bytes, "planted": planted}
     manifest_path(out).write_text(json.dumps(manifest, indent=1))
     return manifest

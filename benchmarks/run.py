@@ -165,12 +165,13 @@ def byte_compile() -> bool:
 
 def ensure_corpus(folder: Path, mb: float, shards: int, row_groups: int, seed: int) -> dict:
     """Generate the corpus unless an identical one is already there; return its manifest."""
-    from benchmarks.generate import generate, manifest_path
+    from benchmarks.generate import generate, generator_digest, manifest_path
 
     path = manifest_path(folder)
     if path.exists() and folder.is_dir():
         manifest = json.loads(path.read_text())
-        if (manifest["mb"], manifest["shards"], manifest["row_groups"], manifest["seed"]) == (mb, shards, row_groups, seed):
+        wanted = (mb, shards, row_groups, seed, generator_digest())
+        if tuple(manifest.get(key) for key in ("mb", "shards", "row_groups", "seed", "generator")) == wanted:
             return manifest
     if folder.exists():
         shutil.rmtree(folder)
