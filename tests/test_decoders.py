@@ -14,6 +14,7 @@ from shardscan.decoders import DECODERS, DecodeLimits, KeywordSet, View, encoded
 from shardscan.decoders.base import DecodeRequest, OffsetMap
 from shardscan.decoders.base64_ import CONTEXT_KEYWORD_CHARS
 from shardscan.engine import Scanner, ScanOptions
+from shardscan.redaction import fingerprint
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW
@@ -26,7 +27,7 @@ def decode_one(name: str, text: str) -> list:
 def test_registry_names_match_decoder_records():
     assert list(DECODERS) == [
         "json-string", "percent", "base64", "html-entity", "hex-escape", "string-concat", "shell-prompt",
-        "terminal-wrap",
+        "terminal-wrap", "ansi",
     ]
     for name, decoder in DECODERS.items():
         assert decoder.name == name
@@ -48,6 +49,7 @@ def test_registry_names_match_decoder_records():
         ("shell-prompt", "hf_abc123root@4f2a:/app# ls", "hf_abc123\nroot@4f2a:/app# ls"),
         ("shell-prompt", "tokenubuntu@ip-10-0-0-1:~$ x=1", "token\nubuntu@ip-10-0-0-1:~$ x=1"),
         ("shell-prompt", "tokenopenhands@runtime-1f2e:/workspace$ ls", "token\nopenhands@runtime-1f2e:/workspace$ ls"),
+        ("ansi", "a\x1b[01;31m\x1b[Kb\x1b[m\x1b[Kc\x1b]0;root@4f2a: /app\x07d\x1b8e\x1b[38:2::255:0:0mf", "abcdef"),
         ("shell-prompt", "tokenbash-5.2# ls", "token\nbash-5.2# ls"),
         ("shell-prompt", "tokenbash-$ ls", "token\nbash-$ ls"),
         ("shell-prompt", "tokensh-5.1$ ls", "token\nsh-5.1$ ls"),
@@ -185,6 +187,21 @@ def test_supabase_auth_cookie_is_read_after_its_base64_label():
     assert [(f.rule_id, str(f.verdict), f.start, f.end) for f in result.findings] == [
         ("jwt", "valid", cell.index("base64-") + 7, cell.index(";", cell.index("base64-")))
     ]
+
+
+@pytest.mark.parametrize("escaped", [False, True])
+def test_a_token_split_by_match_colouring_is_found_whole(escaped):
+    """grep --color=always colours the part of a token that matched the pattern, which splits it."""
+    token = expand("{{github:ghp_}}", seed="grep-colour")
+    line = f"src/.env:3:GITHUB_TOKEN=\x1b[01;31m\x1b[Kghp_\x1b[m\x1b[K{token[4:]}"
+    cell = json.dumps({"stdout": line}) if escaped else line
+    result = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_table(pa.table({"output": [cell]}))
+    chain = ("json-string", "ansi") if escaped else ("ansi",)
+    assert [(f.rule_id, str(f.verdict), f.encoding) for f in result.findings] == [("github-pat", "valid", chain)]
+    [finding] = result.findings
+    written = "ghp_\x1b[m\x1b[K" + token[4:]
+    assert cell[finding.start : finding.end] == (json.dumps(written)[1:-1] if escaped else written)
+    assert finding.fingerprint == fingerprint(token, "github")
 
 
 def test_offset_map_maps_spans_to_the_whole_escapes():

@@ -14,7 +14,7 @@ KEYWORDS = KeywordSet.build(load_ruleset().keywords)
 # round trip is below).
 # Decoders that turn each escape into what it stands for; string-concat joins literals and
 # shell-prompt inserts line breaks, so a character of theirs need not come from one of the input.
-ESCAPE_DECODERS = [name for name, d in DECODERS.items() if d.text_transform and name not in ("string-concat", "shell-prompt", "terminal-wrap")]
+ESCAPE_DECODERS = [name for name, d in DECODERS.items() if d.text_transform and name not in ("string-concat", "shell-prompt", "terminal-wrap", "ansi")]
 
 # Text of any kind, rich in the characters decoders react to.
 hostile = st.text(

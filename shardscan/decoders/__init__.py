@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from shardscan import arrow_compute as compute
 from shardscan.decoders import (
+    ansi,
     base64_,
     hex_escape,
     html_entities,
@@ -52,6 +53,7 @@ DECODERS: dict[str, Decoder] = {
     string_concat.NAME: string_concat.DECODER,
     shell_prompt.NAME: shell_prompt.DECODER,
     terminal_wrap.NAME: terminal_wrap.DECODER,
+    ansi.NAME: ansi.DECODER,
 }
 """Every decoder, by the name that appears in a finding's decode chain."""
 
