@@ -58,6 +58,13 @@ def _printed(pem: str) -> dict[str, tuple[str, str | None]]:
                      "read without the file name in front of each line"),
         "log lines": ("\n".join(f"[2024-05-01 10:00:{i:02}] {line}" for i, line in enumerate(lines, 1)),
                       "read without the log prefix in front of each line"),
+        "kubectl logs --timestamps": ("\n".join(f"2024-05-01T10:00:{i:02}.123456789Z {line}" for i, line in enumerate(lines, 1)),
+                                      "read without the log prefix in front of each line"),
+        "python logging": ("\n".join(f"INFO:root:{line}" for line in lines), "read without the log prefix in front of each line"),
+        "docker compose logs -t": ("\n".join(f"app-1  | 2024-05-01T10:00:{i:02}.5Z {line}" for i, line in enumerate(lines, 1)),
+                                   "read without the service name in front of each line"),
+        "grep -n -A": ("\n".join(f"deploy/key.pem{':' if i == 1 else '-'}{i}{':' if i == 1 else '-'}{line}"
+                                  for i, line in enumerate(lines, 1)), "read without the file name in front of each line"),
         "html line breaks": ("<br>".join(lines), "read without markup or colour codes"),
         # Taken out by the ansi decoder before the verifier sees the key (no reading needed).
         "ansi colours": ("\n".join(f"\x1b[32m{line}\x1b[0m" for line in lines), None),

@@ -143,16 +143,21 @@ READINGS: tuple[Reading, ...] = (
             re.compile(r"[ \t]*\d{1,7}(?:[ \t]*[→│|:-][ \t]?|[ \t]+|$)")),
     # A diff's added or removed lines, or a quoted reply.
     Reading("read without the diff or quote mark in front of each line", re.compile(r"[ \t]*[+\->]")),
-    # grep -r ("path/key.pem:") and grep -rn ("path/key.pem:12:").
-    Reading("read without the file name in front of each line", re.compile(r"[ \t]*[^\s:]{1,200}:(?:\d{1,7}:)?")),
-    # Log lines ("[2024-05-01 10:00:00] ", "2024-05-01T10:00:00Z INFO ", syslog's "May  1 10:00:00 host app[42]: ").
+    # grep -r ("path/key.pem:"), grep -rn ("path/key.pem:12:") and its context lines ("path/key.pem-13-").
+    Reading("read without the file name in front of each line",
+            re.compile(r"[ \t]*(?:[^\s:]{1,200}:(?:\d{1,7}:)?|[^\s:]{1,200}?-\d{1,7}-)")),
+    # Log lines ("[2024-05-01 10:00:00] ", "2024-05-01T10:00:00Z INFO ", kubectl logs --timestamps'
+    # "2024-05-01T10:00:00.123456789Z ", syslog's "May  1 10:00:00 host app[42]: ", Python
+    # logging's "INFO:root:"). A level word must end in a colon or a space: a key body starts
+    # with capitals too ("MIIE...").
     Reading("read without the log prefix in front of each line",
             re.compile(r"[ \t]*(?:\[[^\]\n]{1,60}\]|\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?"
-                       r"(?:[ \t]+[A-Z]{3,8}:?)?|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d[ \t]+\S{1,64}[ \t]+"
-                       r"[^\s:]{1,64}:)[ \t]*")),
-    # docker compose logs ("app-1  | ").
+                       r"(?:[ \t]+[A-Z]{3,8}(?::|(?=[ \t])))?|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d[ \t]+\S{1,64}[ \t]+"
+                       r"[^\s:]{1,64}:|[A-Z]{4,8}:[A-Za-z0-9_.]{1,64}:)[ \t]*")),
+    # docker compose logs ("app-1  | "), with -t a timestamp after the bar.
     Reading("read without the service name in front of each line",
-            re.compile(r"[ \t]*[A-Za-z0-9][A-Za-z0-9_.-]{0,63}[ \t]+\|[ \t]?")),
+            re.compile(r"[ \t]*[A-Za-z0-9][A-Za-z0-9_.-]{0,63}[ \t]+\|[ \t]?"
+                       r"(?:\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?[ \t])?")),
 )
 
 
