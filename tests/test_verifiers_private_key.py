@@ -378,3 +378,32 @@ def test_a_reading_that_applies_explains_a_body_that_is_still_not_a_key():
     assert verify("-----BEGIN PRIVATE KEY-----\n[REDACTED]\n-----END PRIVATE KEY-----", "private-key").detail == (
         "body omitted ('[REDACTED]' on line 2), not a key"
     )
+
+
+def test_a_published_test_key_is_an_example_however_it_is_printed(monkeypatch):
+    """Keys published as test material (Vagrant's insecure key, RFC 8410's example) are listed by the
+    digest of their key material, so a printed copy with line numbers is recognised too."""
+    import dataclasses
+    import hashlib
+
+    from shardscan.verifiers import example, private_key
+
+    pem = private_key_pem("rsa", seed=7)
+    der = base64.b64decode("".join(pem.strip().splitlines()[1:-1]))
+    listed = dataclasses.replace(example.known_examples(), key_digests={hashlib.sha256(der).hexdigest(): "a test key"})
+    monkeypatch.setattr(private_key, "known_examples", lambda: listed)
+    numbered = "\n".join(f"{i:6}\t{line}" for i, line in enumerate(pem.strip().splitlines(), 1))
+    detail = "RSA private key: a test key, a published test key, not a secret"
+    assert (only(f"$ cat key\n{pem}", "private-key").detail, only(f"$ cat -n key\n{numbered}", "private-key").detail) == (
+        detail, f"{detail} (read without the line numbers in front of each line)"
+    )
+    assert only(f"$ cat key\n{pem}", "private-key").verdict == Verdict.EXAMPLE
+    assert only(f"$ cat key\n{private_key_pem('rsa', seed=8)}", "private-key").verdict == Verdict.VALID
+
+
+def test_the_listed_published_keys_are_well_formed_entries():
+    from shardscan.verifiers.example import known_examples
+
+    digests = known_examples().key_digests
+    assert {"Vagrant's insecure SSH key", "RFC 8410 example Ed25519 key"} <= set(digests.values())
+    assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in digests)

@@ -31,6 +31,8 @@ class KnownExamples:
     hmac_secrets: tuple[tuple[bytes, str], ...] = ()  # (documented HMAC secret, name)
     # The signature segments of the documented JWTs (``value`` entries of kind jwt), by name.
     jwt_signatures: dict[str, str] = field(default_factory=dict)
+    # Published test private keys: the SHA-256 of their key material (DER, or the OpenSSH blob), by name.
+    key_digests: dict[str, str] = field(default_factory=dict)
 
     def lookup(self, secret: str, kind: str) -> str | None:
         """The example's name when ``secret`` is a documented value of ``kind``."""
@@ -106,13 +108,14 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
     claims: list[tuple[dict, str]] = []
     secrets: list[tuple[bytes, str]] = []
     signatures: dict[str, str] = {}
+    keys: dict[str, str] = {}
     for i, entry in enumerate(data["examples"], start=1):
         where = f"{label}: example #{i}"
         if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("name"), str):
             raise ConfigError(f"{where}: needs 'kind' and 'name' strings")
-        given = [k for k in ("value", "fingerprint", "pattern", "jwt_claims", "jwt_hmac_secret") if k in entry]
+        given = [k for k in _ENTRY_TYPES if k in entry]
         if len(given) != 1:
-            raise ConfigError(f"{where}: needs exactly one of value, fingerprint, pattern, jwt_claims, jwt_hmac_secret")
+            raise ConfigError(f"{where}: needs exactly one of {', '.join(_ENTRY_TYPES)}")
         kind, name, how = entry["kind"], entry["name"], given[0]
         raw = entry[how]
         if how == "value" and isinstance(raw, str) and raw:
@@ -130,9 +133,14 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
             claims.append((raw, name))
         elif how == "jwt_hmac_secret" and isinstance(raw, str) and raw:
             secrets.append((raw.encode(), name))
+        elif how == "key_sha256" and isinstance(raw, str) and re.fullmatch(r"[0-9a-f]{64}", raw):
+            keys[raw] = name
         else:
             raise ConfigError(f"{where}: '{how}' has the wrong type")
-    return KnownExamples(values, tuple(patterns), tuple(claims), tuple(secrets), signatures)
+    return KnownExamples(values, tuple(patterns), tuple(claims), tuple(secrets), signatures, keys)
+
+
+_ENTRY_TYPES = ("value", "fingerprint", "pattern", "jwt_claims", "jwt_hmac_secret", "key_sha256")
 
 
 @lru_cache(maxsize=1)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 import struct
 import textwrap
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.example import known_examples
 from shardscan.verifiers.placeholder import is_word_like
 
 _BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]{2,10} ){0,2})PRIVATE KEY( BLOCK)?-----")
@@ -171,6 +173,8 @@ def _check_block(block: _Block) -> Verification:
     data, problem = _decode(block)
     if data is None:
         return Verification(Verdict.INVALID, f"{what}: {problem}, not a key")
+    if published := known_examples().key_digests.get(hashlib.sha256(data).hexdigest()):
+        return Verification(Verdict.EXAMPLE, f"{what}: {published}, a published test key, not a secret")
     if _legacy_encrypted(block):
         cipher = block.headers.get("DEK-Info", "").split(",")[0].strip() or "unknown cipher"
         if mismatch := _cipher_mismatch(block, len(data)):
