@@ -308,3 +308,15 @@ def test_tokens_printed_in_colour_are_found(colour, template, rule):
     token = expand(template, seed=colour)
     finding = only(f"Your token: {colour}{token}\x1b[0m", rule)
     assert finding.verdict in (Verdict.VALID, Verdict.UNVERIFIED)
+
+
+def test_forty_base64_characters_of_readable_text_are_no_secret_key():
+    """In a Kubernetes Secret the value is base64: 40 characters there encode 30 characters of text
+    (a placeholder), never a 40-character secret key; random keys never decode to text."""
+    import base64
+
+    value = base64.b64encode(b"replace-with-your-secret-key-1").decode()
+    finding = only(f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {value}\n", "aws-secret-access-key")
+    assert (finding.verdict, finding.detail) == (Verdict.INVALID, "base64 of readable text, not an AWS secret access key")
+    assert all(only(f"AWS_SECRET_ACCESS_KEY={aws_secret(random.Random(seed))}", "aws-secret-access-key").verdict
+               == Verdict.UNVERIFIED for seed in range(200))
