@@ -63,6 +63,15 @@ def _printed(pem: str) -> dict[str, tuple[str, str | None]]:
         "python logging": ("\n".join(f"INFO:root:{line}" for line in lines), "read without the log prefix in front of each line"),
         "docker compose logs -t": ("\n".join(f"app-1  | 2024-05-01T10:00:{i:02}.5Z {line}" for i, line in enumerate(lines, 1)),
                                    "read without the service name in front of each line"),
+        "journalctl -o short-iso": ("\n".join(f"2024-05-01T10:00:{i:02}+0000 web-1 app[4242]: {line}"
+                                            for i, line in enumerate(lines, 1)), "read without the text in front of each line"),
+        "go log": ("\n".join(f"2024/05/01 10:00:{i:02} {line}" for i, line in enumerate(lines, 1)),
+                   "read without the text in front of each line"),
+        "ray worker": ("\n".join(f"(TrainWorker pid=1234, ip=10.0.0.{i}) {line}" for i, line in enumerate(lines, 1)),
+                       "read without the text in front of each line"),
+        "cat -e": ("\n".join(f"{line}$" for line in lines), "read without the $ that cat -A puts at the end of each line"),
+        "cat -A, CRLF": ("\n".join(f"{line}^M$" for line in lines),
+                         "read without the $ that cat -A puts at the end of each line"),
         "grep -n -A": ("\n".join(f"deploy/key.pem{':' if i == 1 else '-'}{i}{':' if i == 1 else '-'}{line}"
                                   for i, line in enumerate(lines, 1)), "read without the file name in front of each line"),
         "html line breaks": ("<br>".join(lines), "read without markup or colour codes"),

@@ -87,7 +87,8 @@ def check_private_key(candidate: Candidate, _context: object) -> Verification | 
                 first = (other, Verification(second.verdict, f"{second.detail} ({reading.note})",
                                              canonical=_read_as(candidate.secret, reading)))
                 break
-            first = first or (other, Verification(second.verdict, f"{second.detail} ({reading.note})"))
+            if reading.explains:
+                first = first or (other, Verification(second.verdict, f"{second.detail} ({reading.note})"))
         if first is not None:
             block, outcome = first
     if block.unterminated:
@@ -109,11 +110,17 @@ class Reading:
 
     note: str  # how the detail says the key was read
     prefix: re.Pattern[str] | None = None
+    suffix: re.Pattern[str] | None = None  # removed from the end of every line that holds anything
+    # Whether the reading, when it applies but yields no key either, words why the body is not one.
+    # A reading that applies to almost any text only counts when the key then loads.
+    explains: bool = True
 
     def apply(self, inner: str) -> str | None:
         """The text between the markers as this reading sees it, or None when it does not apply."""
         text = _MARKUP.sub(lambda m: "\n" if m.group(0)[:1] == "<" else "", inner)
         text = _ESCAPE.sub(lambda m: "\n" if m.group(0)[-1] == "n" else "\t", text).replace("\r", "")
+        if self.suffix is not None:
+            text = "\n".join(self.suffix.sub("", line) for line in text.split("\n"))
         if self.prefix is None:
             return text if text != inner else None
         lines = text.split("\n")
@@ -127,12 +134,17 @@ class Reading:
                 continue
             match = self.prefix.match(line)
             # The decoration must be in front of something, except on the END line (the last
-            # piece), whose own text is not part of the body.
-            if match is None or (not line[match.end() :].strip() and number < len(lines) - 1):
+            # piece), whose own text is not part of the body: what is left of it counts only when
+            # it is base64 (a body glued to the END marker); the rest of a prefix is dropped.
+            last = number == len(lines) - 1
+            rest = line[match.end() :] if match is not None else line
+            if not last and (match is None or not rest.strip()):
                 return None
-            out.append(line[match.end() :])
+            out.append("" if last and not _BASE64_CHUNK.fullmatch(rest.strip()) else rest)
         return "\n".join(out)
 
+
+_BASE64_CHUNK = re.compile(r"[A-Za-z0-9+/=]+")
 
 # Markup and colour codes that a terminal or a web page renders, and the ^M that cat -v shows for
 # a carriage return: a key never holds them.
@@ -156,10 +168,17 @@ READINGS: tuple[Reading, ...] = (
             re.compile(r"[ \t]*(?:\[[^\]\n]{1,60}\]|\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?"
                        r"(?:[ \t]+[A-Z]{3,8}(?::|(?=[ \t])))?|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d[ \t]+\S{1,64}[ \t]+"
                        r"[^\s:]{1,64}:|[A-Z]{4,8}:[A-Za-z0-9_.]{1,64}:)[ \t]*")),
+    # cat -A and cat -e: a $ at the end of every line.
+    Reading("read without the $ that cat -A puts at the end of each line", suffix=re.compile(r"(?:\^M)?\$\s*$")),
     # docker compose logs ("app-1  | "), with -t a timestamp after the bar.
     Reading("read without the service name in front of each line",
             re.compile(r"[ \t]*[A-Za-z0-9][A-Za-z0-9_.-]{0,63}[ \t]+\|[ \t]?"
                        r"(?:\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?[ \t])?")),
+    # Any other log format (journalctl, heroku, pm2, loguru, Go's log, Ray's worker prefix, BuildKit,
+    # gh run view, CloudWatch): a key line is one word, so everything up to the last blank before
+    # it is the prefix. Safe however loose: a reading counts only when the body then loads as a key.
+    Reading("read without the text in front of each line",
+            re.compile(r"[^\n]*?[ \t]+(?=[^ \t]+[ \t]*$)"), explains=False),
 )
 
 
