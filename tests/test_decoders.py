@@ -139,6 +139,17 @@ def test_tokens_wrapped_by_a_terminal_pane_are_found_whole(template, rule, width
     assert text[found.start : found.end].replace("\n", "") == token
 
 
+def test_a_token_cut_right_after_its_prefix_is_joined():
+    token = expand("{{hf}}", seed="cut-early")
+    head = "(venv) user@gpu-box-01:~/projects/finetune$ huggingface-cli login --token "
+    line = head.ljust(78, " ") + token
+    text = line[:80] + "\n" + line[80:] + "\n$ "
+    findings, _ = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_text(text)
+    assert [(f.rule_id, f.encoding, text[f.start : f.end]) for f in findings] == [
+        ("huggingface-token", ("terminal-wrap",), token[:2] + "\n" + token[2:])
+    ]
+
+
 def test_a_token_ending_at_the_pane_edge_keeps_its_own_reading():
     """Read across the break, a JWT that filled its line would gain the next line's word; verification
     tells the two readings apart, and the one written on one line is kept."""

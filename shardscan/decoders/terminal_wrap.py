@@ -25,10 +25,10 @@ NAME = "terminal-wrap"
 
 # Pane widths trusted without further evidence: what terminals and harnesses default to.
 COMMON_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
-# A break is joined where eight token characters end the full line (a token cut at the pane's
-# edge; not a PEM marker's dashes, whose block is read line by line anyway) and a token
-# character starts the next one.
-_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.]{7}[A-Za-z0-9_+/=.]\r?\Z")
+# A break is joined where token characters end the full line (a token cut at the pane's edge,
+# perhaps right after its prefix; not a PEM marker's dashes, whose block is read line by line
+# anyway) and a token character starts the next one.
+_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.][A-Za-z0-9_+/=.]\r?\Z")
 _TOKEN_START = re.compile(r"[A-Za-z0-9_\-+/=.]")
 
 
