@@ -27,7 +27,7 @@ def decode_one(name: str, text: str) -> list:
 def test_registry_names_match_decoder_records():
     assert list(DECODERS) == [
         "json-string", "percent", "base64", "html-entity", "hex-escape", "string-concat", "shell-prompt",
-        "terminal-wrap", "ansi",
+        "terminal-wrap", "ansi", "hexdump",
     ]
     for name, decoder in DECODERS.items():
         assert decoder.name == name
@@ -213,6 +213,36 @@ def test_a_token_split_by_match_colouring_is_found_whole(escaped):
     written = "ghp_\x1b[m\x1b[K" + token[4:]
     assert cell[finding.start : finding.end] == (json.dumps(written)[1:-1] if escaped else written)
     assert finding.fingerprint == fingerprint(token, "github")
+
+
+def _hexdump_c(data: bytes) -> str:
+    """``hexdump -C`` of ``data``, as the tool prints it."""
+    lines = []
+    for offset in range(0, len(data), 16):
+        chunk = data[offset : offset + 16]
+        hexes = " ".join(f"{b:02x}" for b in chunk[:8]) + "  " + " ".join(f"{b:02x}" for b in chunk[8:])
+        shown = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{offset:08x}  {hexes:<48}  |{shown}|")
+    return "\n".join(lines + [f"{len(data):08x}"])
+
+
+@pytest.mark.parametrize("tool", ["xxd", "hexdump -C"])
+def test_a_token_in_a_hex_dump_is_read_from_the_hex(tool):
+    """xxd .env shows the file 16 bytes a line: the token is in pieces beside the hex."""
+    token = expand("{{github:ghp_}}", seed=f"dump-{tool}")
+    content = f"GITHUB_TOKEN={token}\r\nDEBUG=1\r\n"
+    dump = DECODERS["hexdump"].encode(content) if tool == "xxd" else _hexdump_c(content.encode())
+    cell = f"$ {tool} .env\n{dump}\n$ "
+    result = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_table(pa.table({"output": [cell]}))
+    assert [(f.rule_id, str(f.verdict), f.encoding) for f in result.findings] == [("github-pat", "valid", ("hexdump",))]
+    [finding] = result.findings
+    assert (finding.start, finding.end) == (len(f"$ {tool} .env\n"), len(f"$ {tool} .env\n") + len(dump.rsplit("\n", 1)[0])
+                                            if tool == "hexdump -C" else len(f"$ {tool} .env\n") + len(dump))
+
+
+@pytest.mark.parametrize("text", ["00000000: 4846 5f54  HF_T", "sha 00000000deadbeef and 0000000: not a dump\nx"])
+def test_hexdump_needs_consecutive_dump_lines(text):
+    assert decode_one("hexdump", text) == []
 
 
 def test_offset_map_maps_spans_to_the_whole_escapes():

@@ -22,6 +22,7 @@ from shardscan.decoders import (
     ansi,
     base64_,
     hex_escape,
+    hexdump,
     html_entities,
     json_string,
     percent,
@@ -54,6 +55,7 @@ DECODERS: dict[str, Decoder] = {
     shell_prompt.NAME: shell_prompt.DECODER,
     terminal_wrap.NAME: terminal_wrap.DECODER,
     ansi.NAME: ansi.DECODER,
+    hexdump.NAME: hexdump.DECODER,
 }
 """Every decoder, by the name that appears in a finding's decode chain."""
 
@@ -417,6 +419,7 @@ def encoded_keyword_patterns(
       in any escape form next to the alphanumeric run beside it (``ghp\\u005f``,
       ``%2DBEGIN``, ``sk&#45;ant``).
     * Fully escaped keywords (every character ``\\u00XX`` or ``%XX``): their first characters.
+    * Encodings that cut every keyword apart select by their own shape (a hex dump's lines).
 
     The patterns are a superset filter, kept small on purpose: RE2 compiles the alternation for
     every Arrow array it filters, and a compact pattern keeps that cost negligible.
