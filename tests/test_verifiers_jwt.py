@@ -238,6 +238,18 @@ def test_token_signed_with_a_placeholder_key_written_in_the_same_cell_is_an_exam
     assert only(f"Authorization: Bearer {token}", "jwt").verdict == Verdict.VALID
 
 
+@pytest.mark.parametrize("decoded", [True, False])
+def test_a_base64_key_encoding_a_placeholder_phrase_counts_either_way(decoded):
+    """JHipster takes its key as base64-secret: the phrase is decoded first (some tests sign with the text)."""
+    import base64
+
+    phrase = "my-secret-key-which-should-be-changed-in-production-and-be-base64-encoded"
+    encoded = base64.b64encode(phrase.encode()).decode()
+    token = _signed({"sub": "admin", "auth": "ROLE_ADMIN"}, (phrase if decoded else encoded).encode(), "HS512")
+    cell = f"jhipster:\n  security:\n    authentication:\n      jwt:\n        base64-secret: {encoded}\nBearer {token}"
+    assert only(cell, "jwt").verdict == Verdict.EXAMPLE
+
+
 @pytest.mark.parametrize("key", ["acme-prod-signing-key", "Zq8rT2vLw9kP", "k3y-9f8e7d6c5b4a"])
 def test_a_key_with_anything_of_its_own_in_the_same_cell_keeps_the_token_blocking(key):
     """A key naming its project, or random, may well be the real one: the token stays a credential."""

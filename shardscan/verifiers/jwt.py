@@ -10,6 +10,8 @@ as a secret, so they are ``invalid`` as credentials.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from datetime import UTC, datetime
 
@@ -62,7 +64,8 @@ _KEY_WORDS = frozenset(
     "password pass value test tests testing dev develop development local demo example sample dummy fake mock "
     "default insecure unsafe placeholder todo temp temporary production prod staging env environment config "
     "settings least bits bit characters chars char min minimum max foo bar baz hello world tutorial course "
-    "practice project flask django fastapi express node server backend generate generated".split()
+    "practice project flask django fastapi express node server backend generate generated unit use used "
+    "which should be changed encoded base fixture fixtures".split()
 )
 _KEY_MARKS = frozenset("secret secrets key keys jwt token signing hmac password pass".split())
 
@@ -75,17 +78,37 @@ def placeholder_key_in(token: str, text: str) -> str | None:
     tried: set[str] = set()
     for match in _KEY_LITERALS.finditer(text, 0, _KEY_TEXT_LIMIT):
         key = match.group(1) or match.group(2)
-        if key in tried or not _generic_phrase(key):
+        if key in tried:
             continue
         tried.add(key)
-        if signs(key.encode("utf-8", "replace")):
+        # Frameworks take the key base64-encoded (JHipster's base64-secret), and some tests sign
+        # with the encoded text itself: a key that encodes a generic phrase is tried both ways.
+        if _generic_phrase(key):
+            candidates = [key]
+        elif (phrase := _base64_phrase(key)) is not None:
+            candidates = [phrase, key]
+        else:
+            continue
+        if any(signs(candidate.encode("utf-8", "replace")) for candidate in candidates):
             return key
     return None
 
 
+def _base64_phrase(value: str) -> str | None:
+    """The generic phrase ``value`` is base64 of, if it is one."""
+    if len(value) < 16 or len(value) % 4 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
+        return None
+    try:
+        decoded = base64.b64decode(value).decode("ascii")
+    except (binascii.Error, ValueError):
+        return None
+    return decoded if _generic_phrase(decoded) else None
+
+
 def _generic_phrase(key: str) -> bool:
     """Whether ``key`` is only generic words (one naming a secret) and short digit runs."""
-    if re.search(r"[0-9]{7,}|[^A-Za-z0-9 _.!\-]", key):
+    digits = [run for run in re.findall(r"[0-9]{7,}", key) if run not in "012345678901234567890"]
+    if digits or re.search(r"[^A-Za-z0-9 _.!\-]", key):
         return False
     words: list[str] = []
     for segment in re.findall(r"[A-Za-z]+", key):
