@@ -29,7 +29,7 @@ _USERS = (
 _AT_REST = re.compile(r"@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]")
 _ARROW = " ➜ "
 _SH = "sh-"  # the end of "bash-" too
-_BASH_REST = re.compile(r"(?:[0-9][0-9.]{0,8})?[#$][ ]")
+_SH_PROMPT = re.compile(r"bash-(?:[0-9][0-9.]{0,8})?[#$] |(?<!ba)sh-[0-9][0-9.]{0,8}[#$] ")
 _USER_BEFORE = re.compile(r"(?:%s)\Z" % _USERS)
 _SPLIT = re.compile(r"\n(?=(?:%s)(?:@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]| ➜ )|bash-(?:[0-9][0-9.]{0,8})?[#$] |sh-[0-9][0-9.]{0,8}[#$] )"
                     % _USERS)
@@ -50,14 +50,10 @@ def _prompt_starts(text: str) -> list[int]:
                 if user is not None:
                     starts.add(user.start())
             at = text.find(mark, at + 1)
-    at = text.find(_SH)
-    while at >= 0:
-        bash = at >= 2 and text.startswith("ba", at - 2)
-        # sh's prompt always shows its version ("sh-5.1$ "); SWE-agent's bash prompt may not.
-        rest = _BASH_REST.match(text, at + len(_SH))
-        if rest is not None and (bash or rest.group(0)[0].isdigit()):
-            starts.add(at - 2 if bash else at)
-        at = text.find(_SH, at + 1)
+    # sh's prompt always shows its version ("sh-5.1$ "); SWE-agent's bash prompt may not. (One
+    # regex pass: "sh-" alone is common in prose and paths.)
+    if _SH in text:
+        starts.update(match.start() for match in _SH_PROMPT.finditer(text))
     return sorted(p for p in starts if p > 0 and text[p - 1] in _GLUE)
 
 
