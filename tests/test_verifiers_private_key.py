@@ -414,5 +414,7 @@ def test_the_listed_published_keys_are_well_formed_entries():
     from shardscan.verifiers.example import known_examples
 
     digests = known_examples().key_digests
-    assert {"Vagrant's insecure SSH key", "RFC 8410 example Ed25519 key"} <= set(digests.values())
+    listed = {"Vagrant's insecure SSH key", "RFC 8410 example Ed25519 key", "RFC 9500 testRSA2048 key",
+              "RFC 9500 testECCP256 key", "RFC 9500 testECCP384 key"}
+    assert listed <= set(digests.values())
     assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in digests)
