@@ -32,7 +32,7 @@ from shardscan.reader.parquet import (
     schema_metadata_leaves,
     string_bytes,
 )
-from shardscan.redaction import context_snippet, fingerprint, preview
+from shardscan.redaction import context_snippet, fingerprint, preview, span_reach
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
 from shardscan.sizes import format_size
@@ -410,7 +410,8 @@ class Scanner:
         t = timer.add("match", t + decoding)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
         kept = _deduplicate(raw, self.ruleset, text)
-        spans = [(s, e, preview(c.secret)) for c, s, e in kept]
+        spans = sorted((s, e, preview(c.secret)) for c, s, e in kept)
+        reach = span_reach(spans)
         out: list[CellFinding] = []
         for cand, start, end in kept:
             rule = self.ruleset.get(cand.rule_id)
@@ -428,7 +429,7 @@ class Scanner:
                     verdict=verification.verdict,
                     detail=verification.detail,
                     encoding=cand.encoding,
-                    context=context_snippet(text, start, end, spans),
+                    context=context_snippet(text, start, end, spans, reach),
                     clock=bool(reads),
                     revealed=cand.secret if self.options.reveal_secrets else None,
                 )
@@ -488,35 +489,63 @@ def _deduplicate(
                                                TERMINAL_WRAP not in item[0].encoding))[0].secret
         exact = [item for item in items if item[0].secret == deepest]
         best.append(min(exact, key=lambda item: (len(item[0].encoding), item[1], item[2])))
+    # Only a reading of the same rule through more decodings can drop a candidate: indexed so, a
+    # cell holding thousands of tokens costs linear time, not a comparison of every pair.
+    decoded: dict[str, list[tuple[Candidate, int, int]]] = defaultdict(list)
+    for o in best:
+        if o[0].encoding:
+            decoded[o[0].rule_id].append(o)
     readable = [
         item
         for item in best
         if not any(
-            o[0].rule_id == item[0].rule_id
-            and len(o[0].encoding) > len(item[0].encoding)
+            len(o[0].encoding) > len(item[0].encoding)
             and o[0].encoding[: len(item[0].encoding)] == item[0].encoding
             and o[1] <= item[1]
             and item[2] <= o[2]
             and not _wrap_alternative(item, o, text)
-            for o in best
+            for o in decoded[item[0].rule_id]
         )
         and not any(
-            o[0].rule_id == item[0].rule_id
-            and o[0].encoding[: len(item[0].encoding)] == item[0].encoding
+            o[0].encoding[: len(item[0].encoding)] == item[0].encoding
             and SHELL_PROMPT in o[0].encoding[len(item[0].encoding) :]
             and o[1] == item[1]
             and o[2] < item[2]
-            for o in best
+            for o in decoded[item[0].rule_id]
         )
     ]
     kept = sorted(readable, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
-    out: list[tuple[Candidate, int, int]] = []
-    for item in kept:
-        cand, start, end = item
-        nested = any(o[0].rule_id != cand.rule_id and _inside(item, o) for o in kept)
-        if not nested:
-            out.append(item)
+    coverable = _coverable_by_another_rule(kept)
+    return [
+        item
+        for item, maybe in zip(kept, coverable, strict=True)
+        if not (maybe and any(o[0].rule_id != item[0].rule_id and _inside(item, o) for o in kept))
+    ]
+
+
+def _coverable_by_another_rule(kept: list[tuple[Candidate, int, int]]) -> list[bool]:
+    """For each match (sorted by start), whether a match of another rule starts no later and ends
+    no sooner: the only ones :func:`_inside` can put it in. One sweep, keeping the two furthest
+    ends of distinct rules among the matches started so far."""
+    out = [False] * len(kept)
+    top: list[tuple[int, str]] = []  # (end, rule) of at most two distinct rules, furthest end first
+    i = 0
+    while i < len(kept):
+        j = i
+        while j < len(kept) and kept[j][1] == kept[i][1]:  # every match starting here counts too
+            top = _furthest_two(top, kept[j][2], kept[j][0].rule_id)
+            j += 1
+        for k in range(i, j):
+            end, rule = kept[k][2], kept[k][0].rule_id
+            out[k] = any(o_end >= end for o_end, o_rule in top if o_rule != rule)
+        i = j
     return out
+
+
+def _furthest_two(top: list[tuple[int, str]], end: int, rule: str) -> list[tuple[int, str]]:
+    merged = {r: e for e, r in top}
+    merged[rule] = max(end, merged.get(rule, end))
+    return sorted(((e, r) for r, e in merged.items()), reverse=True)[:2]
 
 
 def _wrap_alternative(item: tuple[Candidate, int, int], other: tuple[Candidate, int, int], text: str) -> bool:
@@ -542,9 +571,13 @@ def _settle_wrap_readings(
 ) -> list[CellFinding]:
     """Of a token read as written and read across the line break after it (terminal-wrap), keep
     the reading whose verdict says more that it is the secret; the joined one when they tie."""
+    joined = [j for j, item in enumerate(kept) if TERMINAL_WRAP in item[0].encoding]
+    if not joined:
+        return out  # the common case, in linear time whatever the number of findings
     dropped: set[int] = set()
     for i, item in enumerate(kept):
-        for j, other in enumerate(kept):
+        for j in joined:
+            other = kept[j]
             if i != j and item[0].rule_id == other[0].rule_id and _wrap_alternative(item, other, text):
                 worse = i if _VERDICT_RANK.get(str(out[i].verdict), 9) >= _VERDICT_RANK.get(str(out[j].verdict), 9) else j
                 dropped.add(worse)

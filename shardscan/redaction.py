@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
+from itertools import accumulate
 
 PREVIEW_CHARS = 4
 CONTEXT_CHARS = 40
@@ -39,20 +41,34 @@ def mask_tokens(text: str) -> str:
     return _TOKEN_RUN.sub(lambda m: m.group(0)[:PREVIEW_CHARS] + "…", text)
 
 
-def context_snippet(cell: str, start: int, end: int, spans: list[tuple[int, int, str]]) -> str:
+def span_reach(spans: list[tuple[int, int, str]]) -> list[int]:
+    """For sorted ``spans``, the furthest end among each span and those before it (for :func:`context_snippet`)."""
+    return list(accumulate((e for _, e, _ in spans), max))
+
+
+def context_snippet(
+    cell: str, start: int, end: int, spans: list[tuple[int, int, str]], reach: list[int] | None = None
+) -> str:
     """A short, redacted window around ``cell[start:end]``.
 
-    ``spans`` are every finding span of the cell with its preview; each is replaced by its preview
-    in brackets and long token runs are masked *before* the window is cut, so the cut can never
-    expose the tail of a token that masking would otherwise have caught.
+    ``spans`` are every finding span of the cell with its preview, sorted; each is replaced by its
+    preview in brackets and long token runs are masked *before* the window is cut, so the cut can
+    never expose the tail of a token that masking would otherwise have caught. With ``reach``
+    (:func:`span_reach` of the spans, computed once per cell), only the spans near the window are
+    visited, so a cell with thousands of findings costs no comparison of every pair.
     """
+    reach = reach if reach is not None else span_reach(spans)
     margin = CONTEXT_CHARS * 5
     lo, hi = max(0, start - margin), min(len(cell), end + margin)
     pieces: list[str] = []
     cursor = lo
     anchor = 0
-    for s, e, label in sorted(spans):
-        if e <= cursor or s >= hi:
+    # The first span ending after the window starts: every span before it ends before.
+    for k in range(bisect_right(reach, lo), len(spans)):
+        s, e, label = spans[k]
+        if s >= hi:
+            break
+        if e <= cursor:
             continue
         if s > cursor:
             pieces.append(mask_tokens(cell[cursor:s]))

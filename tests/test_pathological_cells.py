@@ -82,3 +82,33 @@ def test_lines_that_only_look_wrapped_are_read_once():
     assert {(end - start, body) for start, end, body in runs} == {(63, "B" * 63)}
     findings, limits = Scanner(RULESET).scan_text(text)
     assert (findings, limits) == ([], [])
+
+
+def test_a_cell_of_thousands_of_tokens_is_deduplicated_without_comparing_every_pair(monkeypatch):
+    """Deduplication and context redaction index the matches: a cell holding N tokens must not cost
+    N x N comparisons (a hostile cell of 30,000 tokens would otherwise take minutes)."""
+    from shardscan import engine, redaction
+
+    tokens = [expand("{{hf}}" if i % 2 else "{{github:ghp_}}", seed=f"many-{i}") for i in range(2000)]
+    text = "\n".join(f"TOKEN={token}" for token in tokens)
+    inside_calls = []
+    real_inside = engine._inside
+    monkeypatch.setattr(engine, "_inside", lambda item, outer: inside_calls.append(1) or real_inside(item, outer))
+    findings, _ = Scanner(load_ruleset()).scan_text(text)
+    assert [text[f.start : f.end] for f in findings] == tokens
+    assert inside_calls == []  # no match of the other rule could contain one: none compared
+
+    class CountingSpans(list):
+        reads = 0
+
+        def __getitem__(self, index):
+            CountingSpans.reads += 1
+            return super().__getitem__(index)
+
+    spans = CountingSpans(sorted((f.start, f.end, f.preview) for f in findings))
+    middle = findings[1000]
+    reach = redaction.span_reach(spans)
+    CountingSpans.reads = 0
+    snippet = redaction.context_snippet(text, middle.start, middle.end, spans, reach)
+    assert f"[{middle.preview}]" in snippet
+    assert CountingSpans.reads < 50  # the spans near the window, found by bisection, not all 2000
