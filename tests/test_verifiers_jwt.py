@@ -10,7 +10,7 @@ import pytest
 
 from shardscan.model import Verdict
 from shardscan.synth import b64url
-from tests.verifier_helpers import only, verify
+from tests.verifier_helpers import findings, only, verify
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 SIGNATURE_BYTES = {"HS256": 32, "HS384": 48, "HS512": 64, "RS256": 256, "ES256": 64, "ES384": 96, "EdDSA": 64}
@@ -248,6 +248,18 @@ def test_a_base64_key_encoding_a_placeholder_phrase_counts_either_way(decoded):
     token = _signed({"sub": "admin", "auth": "ROLE_ADMIN"}, (phrase if decoded else encoded).encode(), "HS512")
     cell = f"jhipster:\n  security:\n    authentication:\n      jwt:\n        base64-secret: {encoded}\nBearer {token}"
     assert only(cell, "jwt").verdict == Verdict.EXAMPLE
+
+
+def test_a_cell_of_many_tokens_is_searched_for_keys_once():
+    """The cell's key literals are found once, not once per token (a hostile cell holding thousands
+    of tokens would otherwise be scanned thousands of times)."""
+    from shardscan.verifiers import jwt as jwt_verifier
+
+    tokens = [_signed({"sub": f"user-{i}"}, b"supersecretkey123") for i in range(50)]
+    cell = 'SECRET_KEY = "supersecretkey123"\n' + "\n".join(f"token {i}: {t}" for i, t in enumerate(tokens))
+    jwt_verifier._placeholder_keys.cache_clear()
+    assert [f.verdict for f in findings(cell)] == [Verdict.EXAMPLE] * 50
+    assert jwt_verifier._placeholder_keys.cache_info().misses == 1
 
 
 @pytest.mark.parametrize("key", ["acme-prod-signing-key", "Zq8rT2vLw9kP", "k3y-9f8e7d6c5b4a"])

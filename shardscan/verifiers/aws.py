@@ -14,6 +14,7 @@ import binascii
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.common import printable_base64
 from shardscan.verifiers.example import known_examples
 from shardscan.verifiers.placeholder import placeholder_reason
 
@@ -50,20 +51,11 @@ def looks_like_secret_key(value: str) -> str | None:
         return "a hex digest"
     if not (re.search(r"[A-Z]", value) and re.search(r"[a-z]", value) and re.search(r"[0-9/+]", value)):
         return "not mixed-case base64"
-    if _encodes_text(value):
+    if printable_base64(value) is not None:
         # A Kubernetes Secret's value is base64: 40 characters there encode a 30-character text,
-        # never a 40-character secret key.
+        # never a 40-character secret key (30 random bytes are all printable once in 10^13).
         return "base64 of readable text"
     return None
-
-
-def _encodes_text(value: str) -> bool:
-    """Whether ``value`` is base64 of printable ASCII (30 random bytes are that about once in 10^13)."""
-    try:
-        data = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return all(32 <= byte < 127 for byte in data)
 
 
 # Account IDs the AWS documentation uses in its examples (moto, the AWS mock, uses the first for

@@ -25,6 +25,16 @@ def b64url_decode(part: str) -> bytes | None:
         return None
 
 
+def printable_base64(value: str) -> str | None:
+    """The printable ASCII text that padded standard base64 ``value`` encodes, or None (not
+    base64, or the bytes are not all printable: random bytes almost never are)."""
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return data.decode("ascii") if data and all(32 <= byte < 127 for byte in data) else None
+
+
 def json_object(data: bytes | None, max_bytes: int = 64 * 1024) -> dict | None:
     """Parse ``data`` as a JSON object; None when it is not one (or is too large to be a JWT part)."""
     if data is None or len(data) > max_bytes:

@@ -10,13 +10,12 @@ as a secret, so they are ``invalid`` as credentials.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from shardscan.model import Candidate, Verdict, Verification
-from shardscan.verifiers.common import ago, as_timestamp, b64url_decode, day, json_object, safe_text
+from shardscan.verifiers.common import ago, as_timestamp, b64url_decode, day, json_object, printable_base64, safe_text
 from shardscan.verifiers.example import hmac_signer
 from shardscan.verifiers.placeholder import covered_by_words
 
@@ -64,7 +63,7 @@ _KEY_WORDS = frozenset(
     "password pass value test tests testing dev develop development local demo example sample dummy fake mock "
     "default insecure unsafe placeholder todo temp temporary production prod staging env environment config "
     "settings least bits bit characters chars char min minimum max foo bar baz hello world tutorial course "
-    "practice project flask django fastapi express node server backend generate generated unit use used "
+    "practice project flask django fastapi express node server backend generate generated unit used "
     "which should be changed encoded base fixture fixtures".split()
 )
 _KEY_MARKS = frozenset("secret secrets key keys jwt token signing hmac password pass".split())
@@ -75,34 +74,31 @@ def placeholder_key_in(token: str, text: str) -> str | None:
     signs = hmac_signer(token) if text else None
     if signs is None:
         return None
-    tried: set[str] = set()
+    return next((shown for shown, keys in _placeholder_keys(text) if any(signs(key) for key in keys)), None)
+
+
+# Placeholder keys a cell may hold: at most this many are tried against each token.
+MAX_KEYS = 256
+
+
+@lru_cache(maxsize=2)
+def _placeholder_keys(text: str) -> tuple[tuple[str, tuple[bytes, ...]], ...]:
+    """The placeholder-like strings of a cell, each with the keys to try: found once per cell
+    (a cell holding thousands of tokens is searched once, not once per token)."""
+    found: dict[str, tuple[bytes, ...]] = {}
     for match in _KEY_LITERALS.finditer(text, 0, _KEY_TEXT_LIMIT):
         key = match.group(1) or match.group(2)
-        if key in tried:
+        if key in found:
             continue
-        tried.add(key)
         # Frameworks take the key base64-encoded (JHipster's base64-secret), and some tests sign
         # with the encoded text itself: a key that encodes a generic phrase is tried both ways.
         if _generic_phrase(key):
-            candidates = [key]
-        elif (phrase := _base64_phrase(key)) is not None:
-            candidates = [phrase, key]
-        else:
-            continue
-        if any(signs(candidate.encode("utf-8", "replace")) for candidate in candidates):
-            return key
-    return None
-
-
-def _base64_phrase(value: str) -> str | None:
-    """The generic phrase ``value`` is base64 of, if it is one."""
-    if len(value) < 16 or len(value) % 4 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
-        return None
-    try:
-        decoded = base64.b64decode(value).decode("ascii")
-    except (binascii.Error, ValueError):
-        return None
-    return decoded if _generic_phrase(decoded) else None
+            found[key] = (key.encode("utf-8", "replace"),)
+        elif len(key) >= 16 and (phrase := printable_base64(key)) is not None and _generic_phrase(phrase):
+            found[key] = (phrase.encode("ascii"), key.encode("ascii"))
+        if len(found) >= MAX_KEYS:
+            break
+    return tuple(found.items())
 
 
 def _generic_phrase(key: str) -> bool:
