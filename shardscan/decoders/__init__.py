@@ -304,6 +304,7 @@ def views(
         near: list[tuple[int, int]] | None = None  # keyword spans in this view, found once
         for decoder in DECODERS.values():
             trigger = decoder.trigger
+            # (A single trigger is tested without a generator: this runs per view and decoder.)
             if trigger and not (
                 _holds(view.text, trigger) if isinstance(trigger, str) else any(_holds(view.text, t) for t in trigger)
             ):

@@ -231,13 +231,24 @@ def _cipher_mismatch(block: _Block, size: int) -> str | None:
 # ---- extraction ---------------------------------------------------------------------------------
 
 
-def _read_as(secret: str, reading: Reading) -> str | None:
-    """``secret`` with the text between its markers as ``reading`` sees it (None if it does not apply)."""
+def _markers(secret: str) -> tuple[re.Match[str], int, bool] | None:
+    """The BEGIN line, where the body stops and whether an END line stops it (None without BEGIN).
+
+    Without an END line (output cut by ``head`` or a truncating tool), the body runs to the end
+    of the match; what it holds is judged like any truncated key.
+    """
     begin = _BEGIN.search(secret)
     if begin is None:
         return None
     end = _END.search(secret, begin.end())
-    stop = end.start() if end is not None else len(secret)
+    return begin, (end.start() if end is not None else len(secret)), end is not None
+
+
+def _read_as(secret: str, reading: Reading) -> str | None:
+    """``secret`` with the text between its markers as ``reading`` sees it (None if it does not apply)."""
+    if (marked := _markers(secret)) is None:
+        return None
+    begin, stop, _ = marked
     inner = reading.apply(secret[begin.end() : stop][:MAX_BODY_CHARS])
     return None if inner is None else secret[: begin.end()] + inner + secret[stop:]
 
@@ -245,13 +256,9 @@ def _read_as(secret: str, reading: Reading) -> str | None:
 def _parse_block(secret: str, reading: Reading | None = None) -> _Block | None:
     """The block's label, headers and body lines, read as written or with ``reading`` (None when
     there is no BEGIN line, or the reading does not apply)."""
-    begin = _BEGIN.search(secret)
-    if begin is None:
+    if (marked := _markers(secret)) is None:
         return None
-    end = _END.search(secret, begin.end())
-    # Without an END line (output cut by ``head`` or a truncating tool), the body runs to the end
-    # of the match; what it holds is judged like any truncated key.
-    stop = end.start() if end is not None else len(secret)
+    begin, stop, terminated = marked
     label = (begin.group(1) or "").strip()
     if begin.group(2):
         label = label or "PGP"
@@ -282,7 +289,7 @@ def _parse_block(secret: str, reading: Reading | None = None) -> _Block | None:
             lines.extend(_Line(i, t) for i, t in enumerate(tokens, start=len(lines) + 1))
         elif tokens:
             lines.append(_Line(number, "".join(tokens), raw))
-    return _Block(label, headers, tuple(lines), one_line, unterminated=end is None)
+    return _Block(label, headers, tuple(lines), one_line, unterminated=not terminated)
 
 
 def _where(block: _Block, line: _Line) -> str:
