@@ -149,7 +149,10 @@ class Scanner:
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
         # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).
-        self.gate = RuleGate.from_patterns(relax(rule.pattern_source) for rule in self.rules)
+        self.gate = RuleGate.from_patterns(
+            [relax(rule.pattern_source) for rule in self.rules],
+            [relax(rule.pattern_source, open_ranges=True) for rule in self.rules],
+        )
         self.gate.warm()
 
     # ---- whole shards -------------------------------------------------------------------
@@ -330,12 +333,12 @@ class Scanner:
             nbytes += _byte_count(values)
             selected = np.flatnonzero(mask)
             t = timer.add("prefilter", t)
-            text_of = _dictionary_texts(values) if pa.types.is_dictionary(values.type) else None
-            for index in selected:
-                text = text_of(int(index)) if text_of else _as_text(values[int(index)].as_py())
-                row = int(leaf.rows[index])
+            if not len(selected):
+                continue
+            rows = leaf.rows[selected].tolist()
+            for index, text, row in zip(selected.tolist(), _selected_texts(values, selected), rows, strict=True):
                 row = row if row == METADATA_ROW else batch.row_offset + row
-                location = CellLocation(shard, row, leaf.column_path(int(index)), leaf.role(int(index)))
+                location = CellLocation(shard, row, leaf.column_path(index), leaf.role(index))
                 by_text[text].append(location)
             candidates += len(selected)
             timer.add("prefilter", t)
@@ -608,18 +611,23 @@ def _windows(text: str, size: int, overlap: int) -> Iterable[tuple[int, str]]:
             break
 
 
-def _dictionary_texts(values: pa.DictionaryArray):
-    """Text of a dictionary array's cell by position, decoding each dictionary value at most once."""
-    indices = values.indices.to_numpy(zero_copy_only=False)
-    decoded: dict[int, str] = {}
+def _selected_texts(values: pa.Array, selected: np.ndarray) -> list[str]:
+    """The texts of the cells at ``selected`` (positions in ``values``), converted in one call.
 
-    def text_of(position: int) -> str:
-        key = int(indices[position])
-        if key not in decoded:
-            decoded[key] = _as_text(values.dictionary[key].as_py())
-        return decoded[key]
+    A dictionary array's texts come from its dictionary, each distinct value decoded once.
+    """
+    if pa.types.is_dictionary(values.type):
+        keys = values.indices.to_numpy(zero_copy_only=False)[selected].astype(np.int64)
+        distinct, position = np.unique(keys, return_inverse=True)
+        texts = [_as_text(v) for v in compute.take(values.dictionary, pa.array(distinct)).to_pylist()]
+        return [texts[i] for i in position.tolist()]
+    # In slices, so that the copy ``take`` makes stays small beside the Python strings (a hostile
+    # leaf can have every cell selected).
+    return [_as_text(v) for at in range(0, len(selected), _TAKE_CELLS)
+            for v in compute.take(values, pa.array(selected[at : at + _TAKE_CELLS])).to_pylist()]
 
-    return text_of
+
+_TAKE_CELLS = 256
 
 
 def _as_text(value: object) -> str:

@@ -43,10 +43,13 @@ UNICODE_SINGLE_MATCH = (
 )
 
 # When most cells match, finishing the array with RE2 is cheaper than Python per cell; and a
-# cell matching over and over is left after this many matches; see :func:`first_match_cells`.
+# cell matching over and over is left after REPEATS_PER_CELL matches when more than SKIP_BYTES of
+# it are left, else after MAX_REPEATS_PER_CELL; see :func:`first_match_cells`.
 DENSE_AFTER_HITS = 1024
 DENSE_SHARE = 8
 REPEATS_PER_CELL = 8
+MAX_REPEATS_PER_CELL = 64
+SKIP_BYTES = 16384
 
 
 def enabled() -> bool:
@@ -90,7 +93,9 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
     buffer; each match selects the cell its last byte lies in. Further matches inside a selected
     cell cost a Python callback each, so after :data:`REPEATS_PER_CELL` of them the call stops and
     the scan resumes at the next cell (a cell holding a keyword a million times costs a few
-    callbacks, not a million). A match that starts in the previous cell's bytes selects the later
+    callbacks, not a million). A new call costs more than a few callbacks, so the call only stops
+    early when much of the cell is left (:data:`SKIP_BYTES`), else after
+    :data:`MAX_REPEATS_PER_CELL` matches. A match that starts in the previous cell's bytes selects the later
     cell too: the prefilter is a superset filter, and such a cell is then scanned exactly.
     Patterns must not rely on ``^``: a cell is not the start of a scan.
 
@@ -115,7 +120,7 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
         last_byte = position + to - 1  # the match's last byte, as an offset into ``data``
         if cell_start <= last_byte < cell_end:
             repeats += 1
-            if repeats < REPEATS_PER_CELL:
+            if repeats < REPEATS_PER_CELL or (repeats < MAX_REPEATS_PER_CELL and cell_end - last_byte <= SKIP_BYTES):
                 return False
             resume = cell_end  # stop: the rest of this cell cannot change its selection
             return True

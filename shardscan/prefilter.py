@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -72,16 +73,16 @@ class Prefilter:
 
     ``pattern`` is their RE2 alternation (``pyarrow.compute``). Where Hyperscan is installed,
     ``expressions`` run as one multi-pattern database over each array's data buffer instead
-    (:mod:`shardscan.hyperscan_matcher`), and ``start_pattern`` (RE2, anchored) adds the cells that
-    begin with a token keyword, the one place where a cell's start is its context. Both paths
+    (:mod:`shardscan.hyperscan_matcher`), and the cells that begin with one of ``start_keywords``
+    (the token keywords, as UTF-8) are added: a cell's start is the one place where its context
+    is not in the buffer (the bytes before it belong to the cell before). Both paths
     select the same cells, except that Hyperscan may add a cell whose match began in the bytes of
     the cell before it (a superset: every selected cell is then scanned exactly).
     """
 
     pattern: str
     expressions: tuple[str, ...] = ()
-    start_pattern: str = ""
-    start_bytes: int = 0  # the longest token keyword, in bytes
+    start_keywords: tuple[bytes, ...] = ()
 
     @classmethod
     def from_keywords(
@@ -101,8 +102,7 @@ class Prefilter:
         expressions = tuple(plain + ([f"(?:{TOKEN_BOUNDARY}){tokens}"] if tokens else []) + extras)
         if not all(_hyperscan_exact(e) for e in extras):
             expressions = ()
-        longest = max((len(k.encode("utf-8")) for k in anchored), default=0)
-        return cls("|".join(parts), expressions, "^" + tokens if tokens else "", longest)
+        return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)))
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
@@ -178,24 +178,44 @@ class Prefilter:
         return mask
 
     def _token_starts(self, targets: list[pa.Array]) -> list[np.ndarray]:
-        """Masks of the cells of string or binary arrays that begin with a token keyword (``start_pattern``).
+        """Masks of the cells of string or binary arrays that begin with a token keyword (``start_keywords``).
 
-        One RE2 call for all the arrays, on their first bytes only: a call per array would
-        compile the pattern once per leaf, which costs more than the matching. (An array of
-        another type was matched by RE2 whole, anchors included: it needs no separate pass.)
+        Vectorised on the cells' first two bytes, then exact on the few cells whose first two bytes
+        begin a keyword. (An array of another type was matched by RE2 whole, anchors included: it
+        needs no separate pass.)
         """
         out = [np.zeros(len(t), dtype=bool) for t in targets]
-        eligible = [i for i, t in enumerate(targets) if len(t) and _offsets_of(t) is not None]
-        if not self.start_pattern or not eligible:
+        if not self.start_keywords:
             return out
-        heads = [compute.cast(compute.binary_slice(_as_binary(targets[i]), 0, self.start_bytes), pa.large_binary())
-                 for i in eligible]
-        hits = _re2(pa.concat_arrays(heads), self.start_pattern)
-        at = 0
-        for i in eligible:
-            out[i] = hits[at : at + len(targets[i])]
-            at += len(targets[i])
+        shortest = min(len(k) for k in self.start_keywords)
+        longest = max(len(k) for k in self.start_keywords)
+        width, heads = _keyword_heads(self.start_keywords)
+        for values, mask in zip(targets, out, strict=True):
+            offsets = _offsets_of(values)
+            data = values.buffers()[2] if offsets is not None and len(values) else None
+            if data is None:
+                continue
+            raw = np.frombuffer(data, dtype=np.uint8)
+            starts = offsets[:-1].astype(np.int64)
+            cells = np.flatnonzero(offsets[1:] - offsets[:-1] >= shortest)
+            firsts = starts[cells]
+            lead = raw[firsts].astype(np.int64)
+            if width == 2:
+                lead = lead << 8 | raw[firsts + 1]
+            for cell in cells[heads[lead]].tolist():
+                head = raw[starts[cell] : min(starts[cell] + longest, offsets[cell + 1])].tobytes()
+                mask[cell] = head.startswith(self.start_keywords) and values[cell].is_valid
         return out
+
+
+@lru_cache(maxsize=4)
+def _keyword_heads(keywords: tuple[bytes, ...]) -> tuple[int, np.ndarray]:
+    """How many leading bytes of a cell to look up (two, or one if a keyword is that short), and
+    the table of the values of those bytes that begin a keyword."""
+    width = min(2, min(len(k) for k in keywords))
+    table = np.zeros(1 << (8 * width), dtype=bool)
+    table[[int.from_bytes(k[:width], "big") for k in keywords]] = True
+    return width, table
 
 
 def _re2(values: pa.Array, pattern: str) -> np.ndarray:
@@ -243,22 +263,31 @@ class RuleGate:
     """Per-rule gates (relaxed rule patterns) deciding which rules can match a cell's raw text.
 
     ``gates[i]`` is rule i's relaxed pattern (valid RE2), or ``None`` for a rule that must always
-    run; ``union`` matches any text some gated rule may match. See :mod:`shardscan.relax`.
-    Hyperscan runs all gates in one pass per text where it is installed (RE2 runs the patterns it
-    refuses); otherwise RE2 runs the union, then each gate on the texts the union matched.
+    run; ``union`` matches any text some gated rule may match. Where Hyperscan is installed, it
+    runs all gates in one pass per text, each as its ``wide`` form (a superset that Hyperscan
+    accepts, see ``relax(open_ranges=True)``; default: the gate itself), and RE2 runs the gates
+    Hyperscan refuses; otherwise RE2 runs the union, then each gate on the texts the union matched.
     """
 
     union: str
     gates: tuple[str | None, ...]
+    wide: tuple[str | None, ...] = ()
 
     @classmethod
-    def from_patterns(cls, relaxed: Iterable[str | None]) -> RuleGate:
-        """Build the gate from each rule's relaxed pattern (``None``: no gate), keeping only valid RE2."""
+    def from_patterns(cls, relaxed: Iterable[str | None], wide: Iterable[str | None] | None = None) -> RuleGate:
+        """Build the gate from each rule's relaxed pattern (``None``: no gate), keeping only valid RE2.
+
+        ``wide`` optionally gives, per rule, a looser superset of its relaxed pattern for Hyperscan.
+        """
         gates = tuple(p if p is not None and _re2_compiles(p) else None for p in relaxed)
+        wide_forms = tuple(wide) if wide is not None else gates
+        if len(wide_forms) != len(gates):
+            raise ValueError("one wide gate per rule")
+        wide_forms = tuple(w if g is not None and w is not None else g for g, w in zip(gates, wide_forms))
         union = "|".join(f"(?:{p})" for p in gates if p is not None)
         if union and not _re2_compiles(union):
             return cls("", tuple(None for _ in gates))
-        return cls(union, gates)
+        return cls(union, gates, wide_forms)
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
@@ -277,10 +306,19 @@ class RuleGate:
         offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[: len(array) + 1].tolist()
         data = array.buffers()[2]
         found = hyperscan_matcher.ids_per_cell(compiled, offsets, memoryview(data if data is not None else b""))
-        # Hyperscan ids are rule indexes; the gates it refused or was not given run in RE2.
+        # Hyperscan ids are rule indexes; the gates it refused run in RE2.
         for rule in sorted(set(self._gated()) - set(compiled.ids)):
             for text_index in np.flatnonzero(_re2(array, self.gates[rule])):
                 found[int(text_index)].add(rule)
+        # RE2 folds case by Unicode's rules, where two non-ASCII letters fold to ASCII ones
+        # (``ſ`` to s, the Kelvin sign to k). Hyperscan's folding is its own: a text holding either
+        # keeps every rule whose gate folds case, so that no gate drops a rule RE2 would keep.
+        caseless = [i for i, g in self._gated().items() if "(?i" in g]
+        if caseless:
+            # (Instant for most texts: Python answers "no" at once for a text without a character above U+00FF.)
+            for text_index, text in enumerate(texts):
+                if any(c in text for c in _FOLDS_TO_ASCII):
+                    found[text_index].update(caseless)
         always = tuple(i for i, g in enumerate(self.gates) if g is None)
         return [tuple(sorted(always + tuple(ids))) for ids in found]
 
@@ -289,16 +327,11 @@ class RuleGate:
         return {i: g for i, g in enumerate(self.gates) if g is not None}
 
     def _compiled(self) -> hyperscan_matcher.Compiled | None:
-        """The Hyperscan database of the gates, its ids the rule indexes (None: RE2 runs them all).
-
-        Gates that fold case stay in RE2, which folds by Unicode rules (``ſ`` matches ``s``):
-        Hyperscan's folding may differ, and a gate must never drop a rule that RE2 would keep.
-        """
+        """The Hyperscan database of the wide gates, its ids the rule indexes (None: RE2 runs them all)."""
         if not self.union:
             return None
-        eligible = {i: g for i, g in self._gated().items() if "(?i" not in g}
-        if not eligible:
-            return None
+        wide = self.wide or self.gates
+        eligible = {i: wide[i] for i in self._gated()}
         return hyperscan_matcher.database(
             list(eligible.values()), hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=list(eligible)
         )
@@ -314,6 +347,11 @@ class RuleGate:
         for row, text_index in enumerate(hit):
             out[int(text_index)] = tuple(i for i, g in enumerate(self.gates) if g is None or per_rule[i][row])
         return out
+
+
+# The only characters outside ASCII that RE2's case folding maps onto ASCII letters (a test
+# checks every code point): LATIN SMALL LETTER LONG S and KELVIN SIGN.
+_FOLDS_TO_ASCII = ("\u017f", "\u212a")
 
 
 def _re2_compiles(pattern: str) -> bool:

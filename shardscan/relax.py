@@ -32,6 +32,10 @@ _MAX_COUNT = 64
 # braces that are not a counted repeat): do not risk a gate that is not a superset.
 _UNSAFE = re.compile(r"\[:\^?[A-Za-z]+:\]|\\[pPNXmMGK]|\{(?!\d*,?\d*\})")
 
+# A flag bit of our own, carried with the ``re`` flags through the emitter: widen every counted
+# repeat ``{m,n}`` with ``n > m + 1`` to ``{m,}`` (see ``relax(open_ranges=True)``).
+_OPEN_RANGES = 1 << 30
+
 _SPACE = r"\t\n\x{b}\f\r \x{1c}-\x{1f}\x{85}\p{Z}"
 _WORD = r"\p{L}\p{N}\p{M}_"
 _DIGIT = r"\p{Nd}"
@@ -42,10 +46,13 @@ class _Unrelaxable(Exception):
     pass
 
 
-def relax(source: str) -> str | None:
+def relax(source: str, *, open_ranges: bool = False) -> str | None:
     """An RE2 pattern matching a superset of what ``source`` (a ``regex``-module pattern) matches.
 
     Returns ``None`` when no safe relaxation is known; the caller must then always run the rule.
+    ``open_ranges`` widens every bounded range of repeats (``[^\\n]{0,60}``) to an open one
+    (``[^\\n]{0,}``), a looser superset: Hyperscan refuses a pattern whose bounded repeats of
+    Unicode classes unroll too far ("Pattern is too large"), and accepts the open form.
     """
     if _parser is None or _UNSAFE.search(_strip_escaped_braces(source)):
         return None
@@ -55,7 +62,8 @@ def relax(source: str) -> str | None:
         items = _trim(parsed.data, parsed.state)
         if not items:
             return None  # the pattern can match an empty string: every text may match
-        return ("(?i)" if flags & re.IGNORECASE else "") + _emit(items, flags)
+        emitted = _emit(items, flags | (_OPEN_RANGES if open_ranges else 0))
+        return ("(?i)" if flags & re.IGNORECASE else "") + emitted
     except (_Unrelaxable, re.error, RecursionError, ValueError, TypeError, AttributeError):
         return None
 
@@ -119,7 +127,7 @@ def _node(op: Any, av: Any, flags: int) -> str:  # noqa: C901 (one case per opco
     if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None)):
         low, high, body = av
         inner = "(?:" + _emit(body, flags) + ")"
-        if high is _c.MAXREPEAT or high > _MAX_COUNT:
+        if high is _c.MAXREPEAT or high > _MAX_COUNT or (flags & _OPEN_RANGES and high > low + 1):
             return inner + "{%d,}" % min(low, _MAX_COUNT)
         return inner + "{%d,%d}" % (low, high)
     if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):

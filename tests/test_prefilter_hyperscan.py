@@ -8,9 +8,11 @@ import sys
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from shardscan import hyperscan_matcher
+from shardscan import prefilter as prefilter_module
 from shardscan.engine import Scanner
 from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.ruleset import load_ruleset
@@ -76,10 +78,24 @@ def test_both_matchers_select_the_same_cells_of_random_arrays(monkeypatch):
             assert index and PREFILTER.mask(window)[0], f"cell {index} of {texts!r}: unexplained selection"
 
 
-def test_a_token_keyword_at_the_start_of_a_cell_after_a_word_is_selected():
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.binary(), pa.large_binary()])
+def test_a_token_keyword_at_the_start_of_a_cell_after_a_word_is_selected(kind, monkeypatch):
     """The cell before ends in a letter, so only the cell's own start makes the keyword a token."""
-    texts = ["abc", "ghp_" + "a" * 36, "xyz", "eyJhbGciOiJIUzI1NiJ9", "wordghp_" + "b" * 36]
-    assert PREFILTER.mask(pa.array(texts, pa.large_string())).tolist() == [False, True, False, True, False]
+    texts = ["abc", "ghp_" + "a" * 36, "xyz", "eyJhbGciOiJIUzI1NiJ9", "wordghp_" + "b" * 36, "hf", "ey", "AKIb"]
+    expected = [False, True, False, True, False, False, False, False]
+    values = pa.array([t.encode() if "binary" in str(kind) else t for t in texts], kind)
+    assert _masks(values, monkeypatch) == (expected, expected)
+    # A slice starts at an offset into the buffers; the cell before the slice is not part of it.
+    assert _masks(values.slice(1, 4), monkeypatch) == (expected[1:5], expected[1:5])
+
+
+def test_a_null_cell_is_never_selected_even_when_its_slot_holds_a_keyword(monkeypatch):
+    """Arrow lets a null slot span bytes; they are not a cell's text."""
+    data = b"abc" + b"ghp_" + b"a" * 36 + b"xyz"
+    offsets = pa.py_buffer(np.array([0, 3, 43, 46], dtype=np.int32).tobytes())
+    validity = pa.py_buffer(np.packbits([1, 0, 1], bitorder="little").tobytes())
+    values = pa.Array.from_buffers(pa.string(), 3, [validity, offsets, pa.py_buffer(data)], null_count=1)
+    assert _masks(values, monkeypatch) == ([False, False, False], [False, False, False])
 
 
 @pytest.mark.parametrize(
@@ -219,12 +235,14 @@ def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
 
 
 def test_both_matchers_gate_the_same_rules_for_near_misses_of_every_example(monkeypatch):
-    """The rule gate in Hyperscan (one pass per text, RE2 for patterns it refuses) equals RE2's."""
+    """The rule gate in Hyperscan (wide gates, one pass per text) keeps every rule RE2's keeps, and on
+    near misses of the examples no more: the wide forms cost no extra rule runs there."""
     texts = near_misses(SCANNER.rules, seed=11, per_example=8)
     monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
     fast = SCANNER.gate.rules_for(texts)
     monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
     slow = SCANNER.gate.rules_for(texts)
+    assert all(set(s) <= set(f) for f, s in zip(fast, slow, strict=True))
     assert fast == slow
     assert any(slow) and not all(slow)  # the gates select some texts and reject others
 
@@ -239,15 +257,38 @@ def test_string_views_and_binary_dictionaries_are_selected_like_strings():
     assert (views.tolist(), strings.tolist()) == (expected, expected[::-1])
 
 
-def test_a_gate_that_folds_case_runs_in_re2_and_keeps_unicode_folding(monkeypatch):
-    """RE2 folds ``ſ`` (long s) to ``s``: such a gate stays in RE2, so the rule is not dropped."""
+def test_a_gate_that_folds_case_runs_in_hyperscan_and_keeps_unicode_folding(monkeypatch):
+    """RE2 folds ``ſ`` (long s) to ``s`` and the Kelvin sign to ``k``: a text holding either keeps every
+    rule whose gate folds case, whatever Hyperscan's own folding does."""
     monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
-    gate = RuleGate.from_patterns(["(?i)secret", "abc", None])
+    gate = RuleGate.from_patterns(["(?i)secret", "abc", None, "(?i:tok)en"])
     compiled = gate._compiled()
-    if compiled is not None:
-        assert compiled.ids == (1,)
-    texts = ["ſecret here", "SECRET abc", "nothing", "xabcx"]
-    expected = [(0, 2), (0, 1, 2), (2,), (1, 2)]
+    if hyperscan_matcher.enabled():
+        assert compiled.ids == (0, 1, 3)
+    texts = ["ſecret here", "SECRET abc", "nothing", "xabcx", "\u212aey", "TOKen"]
+    expected = [(0, 2, 3), (0, 1, 2), (2,), (1, 2), (0, 2, 3), (2, 3)]
     assert gate.rules_for(texts) == expected
     monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
-    assert gate.rules_for(texts) == expected
+    assert [set(r) <= set(e) for r, e in zip(gate.rules_for(texts), expected)] == [True] * len(texts)
+    assert gate.rules_for(texts)[1:4] == expected[1:4]
+
+
+def test_re2_folds_only_long_s_and_the_kelvin_sign_onto_ascii_letters():
+    """The fallback above names every such character: checked against RE2 over all of Unicode."""
+    chars = [chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF]
+    folded = pc.match_substring_regex(pa.array(chars, pa.string()), "(?i)^[a-z]$").to_numpy(zero_copy_only=False)
+    assert {chars[i] for i in np.flatnonzero(folded)} == set(prefilter_module._FOLDS_TO_ASCII)
+
+
+def test_every_builtin_gate_runs_in_hyperscan(monkeypatch):
+    """Gates that fold case, or repeat Unicode classes a bounded number of times (which Hyperscan
+    refuses as too large), run in Hyperscan in their wide form: no RE2 pass over the candidates."""
+    monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
+    if not hyperscan_matcher.enabled():
+        pytest.skip("Hyperscan is not enabled (no wheel for this platform, or SHARDSCAN_MATCHER=re2)")
+    gated = tuple(i for i, g in enumerate(SCANNER.gate.gates) if g is not None)
+    assert SCANNER.gate._compiled().ids == gated
+    aws = [r.id for r in SCANNER.rules].index("aws-secret-access-key")
+    assert aws in gated and "{0,30}" in SCANNER.gate.gates[aws] and "{0,30}" not in SCANNER.gate.wide[aws]
+
+

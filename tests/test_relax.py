@@ -81,3 +81,14 @@ def test_scanner_with_gate_finds_the_same_as_without(ruleset, options):
     found_all = [gated.scan_text(t)[0] for t in texts]
     assert found_gated == found_all
     assert [len(f) for f in found_all] == [1, 1, 0, 0, 0]
+
+
+def test_open_ranges_widens_bounded_ranges_only():
+    """The wide form (for Hyperscan) opens ``{m,n}`` ranges and keeps exact counts and optionals."""
+    source = r"(?x) AKIA [A-Z2-7]{16} [^\n]{0,60} (?:-)? (?P<secret> [A-Za-z0-9/+]{40} )"
+    narrow, wide = relax(source), relax(source, open_ranges=True)
+    assert "{0,60}" in narrow and "{0,60}" not in wide and "{0,}" in wide
+    assert wide.count("{16,16}") == 1 and wide.count("{0,1}") == 1
+    texts = ["AKIA" + "B" * 16 + " " * 90 + "a" * 40, "AKIA" + "B" * 16 + " = " + "a" * 40, "AKIA" + "B" * 15]
+    assert _re2(texts, narrow) == [False, True, False]
+    assert _re2(texts, wide) == [True, True, False]
