@@ -412,6 +412,9 @@ class Scanner:
         timer.totals["decode"] += decoding
         t = timer.add("match", t + decoding)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
+        if not raw:  # most candidate cells: a keyword, but no secret
+            timer.add("verify", t)
+            return [], limits
         kept = _deduplicate(raw, self.ruleset, text)
         spans = sorted((s, e, preview(c.secret)) for c, s, e in kept)
         reach = span_reach(spans)
@@ -480,6 +483,8 @@ def _deduplicate(
     3. A match lying wholly inside a longer match of another rule (the JWT inside a
        ``ghs_<appid>_<JWT>`` token) is the same secret.
     """
+    if len(raw) == 1:
+        return list(raw)  # (what the steps below leave of a single match)
     groups: dict[tuple[str, str], list[tuple[Candidate, int, int]]] = defaultdict(list)
     for item in raw:
         cand = item[0]
