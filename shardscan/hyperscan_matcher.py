@@ -42,14 +42,12 @@ UNICODE_SINGLE_MATCH = (
     hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_UCP | hyperscan.HS_FLAG_SINGLEMATCH if hyperscan is not None else 0
 )
 
-# When most cells match, finishing the array with RE2 is cheaper than Python per cell; and a
-# cell matching over and over is left after REPEATS_PER_CELL matches when more than SKIP_BYTES of
-# it are left, else after MAX_REPEATS_PER_CELL; see :func:`first_match_cells`.
+# When most cells match, finishing the array with RE2 is cheaper than a callback per match; and
+# a scan call stops after this many matches, resuming after the cell of the last one; see
+# :func:`first_match_cells`.
 DENSE_AFTER_HITS = 1024
 DENSE_SHARE = 8
-REPEATS_PER_CELL = 8
-MAX_REPEATS_PER_CELL = 64
-SKIP_BYTES = 16384
+BATCH_MATCHES = 512
 
 
 def enabled() -> bool:
@@ -90,18 +88,17 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
     """Cells of a string array that hold a match, scanning its data buffer in as few calls as possible.
 
     ``offsets`` are the array's ``len + 1`` value offsets into ``data``. One call scans the whole
-    buffer; each match selects the cell its last byte lies in. Further matches inside a selected
-    cell cost a Python callback each, so after :data:`REPEATS_PER_CELL` of them the call stops and
-    the scan resumes at the next cell (a cell holding a keyword a million times costs a few
-    callbacks, not a million). A new call costs more than a few callbacks, so the call only stops
-    early when much of the cell is left (:data:`SKIP_BYTES`), else after
-    :data:`MAX_REPEATS_PER_CELL` matches. A match that starts in the previous cell's bytes selects the later
-    cell too: the prefilter is a superset filter, and such a cell is then scanned exactly.
-    Patterns must not rely on ``^``: a cell is not the start of a scan.
+    buffer; each match selects the cell its last byte lies in. A match only notes where it ended
+    (a Python callback each, so it must be cheap); the cells are found for all of them at once
+    with numpy. After :data:`BATCH_MATCHES` matches the call stops, and the scan resumes after
+    the cell of the last one: a cell holding a keyword a million times costs one batch, not a
+    million callbacks. A match that starts in the previous cell's bytes selects the later cell
+    too: the prefilter is a superset filter, and such a cell is then scanned exactly. Patterns
+    must not rely on ``^``: a cell is not the start of a scan.
 
     Returns the mask and the index of the first cell left unscanned (``len(offsets) - 1`` when
     the whole array was scanned). The scan gives up early when matches are dense (most cells
-    selected), where one RE2 pass over the rest costs less than Python per cell.
+    selected), where one RE2 pass over the rest costs less than a callback per match.
     """
     cells = len(offsets) - 1
     mask = np.zeros(cells, dtype=bool)
@@ -109,41 +106,31 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
         return mask, 0
     end = int(offsets[-1])
     position = int(offsets[0])
-    hits = 0
-    cell_start = cell_end = -1  # byte range of the cell selected last
-    repeats = 0
-    resume = -1  # where the scan continues after a stopped call (-1: the call reached the end)
-    unscanned = -1  # first cell left to RE2 after a dense stop
+    ends: list[int] = []  # each match's end, relative to ``position``
+    note = ends.append
 
     def on_match(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
-        nonlocal hits, cell_start, cell_end, repeats, resume, unscanned
-        last_byte = position + to - 1  # the match's last byte, as an offset into ``data``
-        if cell_start <= last_byte < cell_end:
-            repeats += 1
-            if repeats < REPEATS_PER_CELL or (repeats < MAX_REPEATS_PER_CELL and cell_end - last_byte <= SKIP_BYTES):
-                return False
-            resume = cell_end  # stop: the rest of this cell cannot change its selection
-            return True
-        cell = int(np.searchsorted(offsets, last_byte, side="right")) - 1
-        mask[cell] = True
-        hits += 1
-        cell_start, cell_end, repeats = int(offsets[cell]), int(offsets[cell + 1]), 0
-        if hits >= DENSE_AFTER_HITS and hits * DENSE_SHARE > cell + 1:
-            unscanned = cell + 1
-            return True
-        return False
+        note(to)
+        return len(ends) >= BATCH_MATCHES
 
     while position < end:
-        resume = -1
+        ends.clear()
         try:
             db.scan(data[position:end], match_event_handler=on_match)
         except hyperscan.ScanTerminated:
             pass
-        if unscanned >= 0:
-            return mask, unscanned
-        if resume < 0:
+        if not ends:
             break
-        position = resume
+        last_bytes = np.array(ends, dtype=np.int64) + (position - 1)
+        touched = np.searchsorted(offsets, last_bytes, side="right") - 1
+        mask[touched] = True
+        if len(ends) < BATCH_MATCHES:
+            break  # the call reached the end of the buffer
+        last = int(touched[-1])
+        selected = int(np.count_nonzero(mask[: last + 1]))
+        if selected >= DENSE_AFTER_HITS and selected * DENSE_SHARE > last + 1:
+            return mask, last + 1
+        position = int(offsets[last + 1])  # the rest of that cell cannot change its selection
     return mask, cells
 
 

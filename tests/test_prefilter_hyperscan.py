@@ -60,9 +60,12 @@ def _fragments() -> list[str]:
     return pieces
 
 
-def test_both_matchers_select_the_same_cells_of_random_arrays(monkeypatch):
+@pytest.mark.parametrize("batch", [1, 3, 512])
+def test_both_matchers_select_the_same_cells_of_random_arrays(batch, monkeypatch):
     """Random cells made of keyword fragments: Hyperscan selects every cell RE2 selects, and any
-    other cell it selects ends a match that begins in the bytes of the cells before it."""
+    other cell it selects ends a match that begins in the bytes of the cells before it (whether
+    the scan stops and resumes after every match, every few, or runs through)."""
+    monkeypatch.setattr(hyperscan_matcher, "BATCH_MATCHES", batch)
     rng = random.Random(7)
     pieces = _fragments()
     for _ in range(40):
@@ -135,6 +138,7 @@ def test_a_null_slot_whose_bytes_hold_a_keyword_is_not_selected():
 def test_dense_matches_are_finished_by_re2(monkeypatch):
     """When most cells match, the rest of the array goes to RE2; the selection is the same."""
     monkeypatch.setattr(hyperscan_matcher, "DENSE_AFTER_HITS", 4)
+    monkeypatch.setattr(hyperscan_matcher, "BATCH_MATCHES", 8)  # density is judged after each batch
     texts = [("token ghp_" + "c" * 36) if i % 3 else "quiet" for i in range(200)]
     values = pa.array(texts, pa.large_string())
     compiled = hyperscan_matcher.database(PREFILTER.expressions)
@@ -146,7 +150,7 @@ def test_dense_matches_are_finished_by_re2(monkeypatch):
 
 
 def test_a_cell_that_keeps_matching_costs_a_few_callbacks_and_the_scan_resumes_after_it(monkeypatch):
-    """One call runs over the buffer; a cell full of keywords stops it after REPEATS_PER_CELL matches."""
+    """One call runs over the buffer; a cell full of keywords stops it after BATCH_MATCHES matches."""
     monkeypatch.delenv(hyperscan_matcher.MATCHER_ENV, raising=False)
     compiled = hyperscan_matcher.database(PREFILTER.expressions)
     if compiled is None:
@@ -170,7 +174,7 @@ def test_a_cell_that_keeps_matching_costs_a_few_callbacks_and_the_scan_resumes_a
     assert (mask.tolist(), scanned) == ([False, True, False, True, True, False, False], len(texts))
     assert len(calls) == 2  # the whole buffer, then the rest after the repeating cell
     assert calls[1] == int(offsets[-1] - offsets[2])  # resumed exactly where the repeating cell ends
-    assert len(callbacks) <= hyperscan_matcher.REPEATS_PER_CELL + 4
+    assert len(callbacks) <= hyperscan_matcher.BATCH_MATCHES + 4
 
 
 @pytest.mark.parametrize(
