@@ -21,7 +21,7 @@ from shardscan.decoders.terminal_wrap import NAME as TERMINAL_WRAP
 from shardscan.detect import RegexTimeout, detect
 from shardscan.errors import ShardReadError, describe_exception
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
-from shardscan.prefilter import Prefilter, RuleGate
+from shardscan.prefilter import Prefilter, RuleGate, value_offsets
 from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
 from shardscan.reader.formats import open_shard
@@ -336,10 +336,10 @@ class Scanner:
             if not len(selected):
                 continue
             rows = leaf.rows[selected].tolist()
-            for index, text, row in zip(selected.tolist(), _selected_texts(values, selected), rows, strict=True):
+            paths, roles = leaf.locations(selected)
+            for text, row, path, role in zip(_selected_texts(values, selected), rows, paths, roles, strict=True):
                 row = row if row == METADATA_ROW else batch.row_offset + row
-                location = CellLocation(shard, row, leaf.column_path(index), leaf.role(index))
-                by_text[text].append(location)
+                by_text[text].append(CellLocation(shard, row, path, role))
             candidates += len(selected)
             timer.add("prefilter", t)
         findings: list[Finding] = []
@@ -648,5 +648,8 @@ def _byte_count(values: pa.Array) -> int:
         indices = values.indices.to_numpy(zero_copy_only=False)
         valid = compute.is_valid(values).to_numpy(zero_copy_only=False)
         return int(lengths[indices[valid].astype(np.int64)].sum())
+    offsets = value_offsets(values)
+    if offsets is not None and not values.null_count:
+        return int(offsets[-1] - offsets[0])  # (a null's slot may span bytes: then count lengths)
     return int(compute.total(compute.binary_length(values)).as_py() or 0)
 

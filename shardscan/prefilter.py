@@ -126,7 +126,7 @@ class Prefilter:
         if compiled is not None:
             # Strings and binaries of either offset width are scanned as they are; other types
             # (string views) as large strings, a copy.
-            targets = [t if _offsets_of(t) is not None else _widen(t) for t in targets]
+            targets = [t if value_offsets(t) is not None else _widen(t) for t in targets]
             flat = [self._match(t, compiled) for t in targets]
             for hits, starts in zip(flat, self._token_starts(targets), strict=True):
                 hits |= starts
@@ -164,7 +164,7 @@ class Prefilter:
 
     def _match(self, values: pa.Array, compiled: hyperscan_matcher.Compiled) -> np.ndarray:
         """Hyperscan's mask of a string or binary array (RE2's for an array of another type)."""
-        offsets = _offsets_of(values)
+        offsets = value_offsets(values)
         if offsets is None:
             return _re2(values, self.pattern) if len(values) else np.zeros(0, dtype=bool)
         data = values.buffers()[2]
@@ -191,7 +191,7 @@ class Prefilter:
         longest = max(len(k) for k in self.start_keywords)
         width, heads = _keyword_heads(self.start_keywords)
         for values, mask in zip(targets, out, strict=True):
-            offsets = _offsets_of(values)
+            offsets = value_offsets(values)
             data = values.buffers()[2] if offsets is not None and len(values) else None
             if data is None:
                 continue
@@ -224,7 +224,7 @@ def _re2(values: pa.Array, pattern: str) -> np.ndarray:
     return compute.fill_null(matched, False).to_numpy(zero_copy_only=False)
 
 
-def _offsets_of(values: pa.Array) -> np.ndarray | None:
+def value_offsets(values: pa.Array) -> np.ndarray | None:
     """The ``len + 1`` value offsets of a string or binary array (either width), else ``None``."""
     kind = values.type
     if pa.types.is_string(kind) or pa.types.is_binary(kind):

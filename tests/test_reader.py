@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -46,7 +47,10 @@ def cells(shard: ShardRef) -> list[tuple[int, str, str | None, object]]:
     for batch in iter_row_groups(shard):
         assert not isinstance(batch, Exception)
         for leaf in batch.leaves:
+            # The engine locates its selected cells in bulk; that must agree with one at a time.
+            paths, roles = leaf.locations(np.arange(len(leaf.values), dtype=np.int64))
             for i in range(len(leaf.values)):
+                assert (paths[i], roles[i]) == (leaf.column_path(i), leaf.role(i))
                 value = leaf.values[i].as_py()
                 if value is not None:
                     out.append((batch.row_offset + int(leaf.rows[i]), leaf.column_path(i), leaf.role(i), value))

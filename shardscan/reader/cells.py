@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -54,10 +55,27 @@ class LeafCells:
         """
         if self.roles is None:
             return None
-        value = self.roles[index].as_py()
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        return value if isinstance(value, str) and _ROLE.fullmatch(value) and not _looks_secret(value) else None
+        return _role_name(self.roles[index].as_py())
+
+    def locations(self, indices: np.ndarray) -> tuple[list[str], list[str | None]]:
+        """The column paths and roles of the cells at ``indices``, converted in a few calls
+        (what :meth:`column_path` and :meth:`role` give one cell at a time)."""
+        picked = [arg[indices].tolist() if isinstance(arg, np.ndarray) else [arg[i] for i in indices]
+                  for arg in self.path_args]
+        paths = [self.template.format(*args) for args in zip(*picked, strict=True)] if picked else [
+            self.template.format()] * len(indices)
+        if self.roles is None:
+            return paths, [None] * len(indices)
+        roles = compute.take(self.roles, pa.array(indices, pa.int64())).to_pylist()
+        return paths, [_role_name(value) for value in roles]
+
+
+@lru_cache(maxsize=256)
+def _role_name(value: object) -> str | None:
+    """A role value as printed next to a finding, or None when it does not read as a role name."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return value if isinstance(value, str) and _ROLE.fullmatch(value) and not _looks_secret(value) else None
 
 
 def is_string_like(dtype: pa.DataType) -> bool:
