@@ -59,6 +59,19 @@ DECODERS: dict[str, Decoder] = {
 }
 """Every decoder, by the name that appears in a finding's decode chain."""
 
+
+def _triggers(decoder: Decoder) -> tuple[str, ...]:
+    return (decoder.trigger,) if isinstance(decoder.trigger, str) else decoder.trigger
+
+
+# Each decoder with its triggers as a tuple (empty: it always runs), in registry order. A trigger
+# is tested for its first character before the whole of it: a one-character search is a memchr,
+# while a longer needle is compared position by position ("\\x" in a text is about thirty
+# times slower than "\\"), and most texts lack an escape's lead character altogether.
+_TRIGGER_PLAN: tuple[tuple[Decoder, tuple[str, ...]], ...] = tuple(
+    (decoder, tuple(t for t in _triggers(decoder) if t)) for decoder in DECODERS.values()
+)
+
 # A decoded change this close to a keyword may be part of the secret (a keyword can sit inside
 # one, as OpenAI's T3BlbkFJ does, or start it):
 # a PEM body's escaped line breaks, a JWT's percent-encoded dots, a dash inside a key.
@@ -302,13 +315,16 @@ def views(
             view.text, within=view.offsets, continued=continued and view is root, binary_wanted=binary_wanted
         )
         near: list[tuple[int, int]] | None = None  # keyword spans in this view, found once
-        for decoder in DECODERS.values():
-            trigger = decoder.trigger
-            # (A single trigger is tested without a generator: this runs per view and decoder.)
-            if trigger and not (
-                _holds(view.text, trigger) if isinstance(trigger, str) else any(_holds(view.text, t) for t in trigger)
-            ):
-                continue  # not one escape of this kind: the decoder would yield nothing
+        text = view.text
+        for decoder, triggers in _TRIGGER_PLAN:
+            # Inline, without a call or a generator: this runs per view and decoder, and most
+            # views hold no trigger at all (the first character is searched first, a memchr).
+            if triggers:
+                for trigger in triggers:
+                    if trigger[0] in text and (len(trigger) == 1 or trigger in text):
+                        break
+                else:
+                    continue  # not one escape of this kind: the decoder would yield nothing
             if keywords is not None and view.offsets is None and decoder.text_transform:
                 if near is None:
                     near = list(keywords.occurrences(view.text))
@@ -340,16 +356,6 @@ def views(
                 queue.append(child)
 
 
-def _holds(text: str, trigger: str) -> bool:
-    """``trigger in text``, its first character searched first.
-
-    A one-character search is a ``memchr``, while a longer needle is compared position by
-    position (``"\\x" in text`` is about thirty times slower than ``"\\" in text``); most texts
-    lack an escape's lead character (a backslash, a percent sign) altogether.
-    """
-    return trigger[0] in text and (len(trigger) == 1 or trigger in text)
-
-
 def _may_pay(decoder: Decoder, text: str, occurrences: list[tuple[int, int]]) -> bool:
     """Cheap test before running an escape decoder on a whole text (raw or base64-decoded) that holds its trigger.
 
@@ -365,10 +371,6 @@ def _may_pay(decoder: Decoder, text: str, occurrences: list[tuple[int, int]]) ->
         for trigger in _triggers(decoder)
         for start, end in occurrences
     )
-
-
-def _triggers(decoder: Decoder) -> tuple[str, ...]:
-    return (decoder.trigger,) if isinstance(decoder.trigger, str) else decoder.trigger
 
 
 def _safe(decoder: Decoder, request: DecodeRequest) -> Iterator[Decoded]:
