@@ -15,6 +15,7 @@ Whatever this module cannot relax with certainty (back-references, conditionals,
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 try:  # the stdlib parser of ``re`` patterns (private, but stable across 3.11-3.13)
@@ -57,15 +58,21 @@ def relax(source: str, *, open_ranges: bool = False) -> str | None:
     if _parser is None or _UNSAFE.search(_strip_escaped_braces(source)):
         return None
     try:
-        parsed = _parser.parse(source)
-        flags = parsed.state.flags
-        items = _trim(parsed.data, parsed.state)
+        items, flags = _trimmed(source)
         if not items:
             return None  # the pattern can match an empty string: every text may match
         emitted = _emit(items, flags | (_OPEN_RANGES if open_ranges else 0))
         return ("(?i)" if flags & re.IGNORECASE else "") + emitted
     except (_Unrelaxable, re.error, RecursionError, ValueError, TypeError, AttributeError):
         return None
+
+
+@lru_cache(maxsize=256)
+def _trimmed(source: str) -> tuple[list, int]:
+    """The parsed pattern's trimmed top-level sequence and its flags (parsed once for both forms;
+    nothing downstream modifies them)."""
+    parsed = _parser.parse(source)
+    return _trim(parsed.data, parsed.state), parsed.state.flags
 
 
 def _trim(items: Any, state: Any) -> list:
