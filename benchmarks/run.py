@@ -417,6 +417,20 @@ def main() -> None:  # noqa: C901 (a linear script)
                      f"{len(every)} findings ({blocking} blocking), {found}/{len(planted)} planted credentials found",
                      verdict(identical)))
 
+    # Why the parallel speed-up falls short, in measured terms: a fixed cost every run pays (the
+    # one-row scan), then the extra CPU of running workers, against this machine's own loop speed-up.
+    if cores >= 2 and speedup < 1.7 and len(small_rows) > 1:
+        fixed = small_rows[1][3].seconds
+        overhead = scan_all.cpu_seconds / scan_one.cpu_seconds
+        alone = scan_one.seconds / (fixed + (scan_one.seconds - fixed) / ceiling)
+        with_overhead = scan_one.seconds / (fixed + (scan_one.seconds - fixed) * overhead / ceiling)
+        notes.append(f"The {cores}-worker speed-up ({speedup:.2f}x) is bounded by what workers cannot share: every "
+                     f"run pays a fixed {fixed:.2f} s (interpreter, imports, rules, report: the one-row scan with "
+                     f"--jobs 1), which with this machine's loop speed-up of {ceiling:.2f}x alone limits the speed-up "
+                     f"to {alone:.2f}x; the {cores}-worker run also used {overhead - 1:+.0%} CPU (handing work items "
+                     f"and results between processes, cores shared with the parent), which lowers the bound to "
+                     f"{with_overhead:.2f}x.")
+
     # The load average after the run counts this run's own workers; the one before it, and the
     # CPU-loop probe, tell whether other work was sharing the cores.
     if cores >= 2 and (load_before[0] > 1.0 or ceiling < 0.9 * cores):

@@ -18,7 +18,6 @@ try:
         CastOptions,
         MatchSubstringOptions,
         ScalarAggregateOptions,
-        SliceOptions,
         call_function,
     )
 except ImportError:  # a pyarrow that moved its internals: the public module has the same names
@@ -26,7 +25,6 @@ except ImportError:  # a pyarrow that moved its internals: the public module has
         CastOptions,
         MatchSubstringOptions,
         ScalarAggregateOptions,
-        SliceOptions,
         call_function,
     )
 
@@ -64,11 +62,6 @@ def match_substring_regex(values: Any, pattern: str) -> Any:
 def binary_length(values: Any) -> Any:
     """Byte length of each string or binary."""
     return call_function("binary_length", [values])
-
-
-def binary_slice(values: Any, start: int, stop: int) -> Any:
-    """Bytes ``start:stop`` of each binary."""
-    return call_function("binary_slice", [values], SliceOptions(start, stop))
 
 
 def total(values: Any) -> Any:

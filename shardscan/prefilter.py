@@ -238,13 +238,6 @@ def value_offsets(values: pa.Array) -> np.ndarray | None:
     return np.frombuffer(values.buffers()[1], dtype=width)[values.offset : values.offset + len(values) + 1]
 
 
-def _as_binary(values: pa.Array) -> pa.Array:
-    """A string array's bytes as a binary array, without copying them."""
-    if pa.types.is_large_string(values.type):
-        return values.view(pa.large_binary())
-    return values.view(pa.binary()) if pa.types.is_string(values.type) else values
-
-
 def _widen(values: pa.Array) -> pa.Array:
     """The array as large_string or large_binary, so arrays of one family concatenate; else as is."""
     kind = values.type
