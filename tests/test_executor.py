@@ -224,3 +224,56 @@ def test_dictionary_column_values_are_decoded_once_and_every_row_reported(tmp_pa
         (row, "system", "huggingface-token") for row in range(0, 30, 3)
     ]
     assert report.stats.candidate_cells == 10
+
+
+def _crash_on(row_groups: set[int]):
+    """A scan_item that kills its worker process on the given row groups (workers are forked, so
+    they run the patched module)."""
+    import os
+
+    from shardscan import executor
+
+    original = executor.scan_item
+
+    def crashing(scanner, item, footers=None):
+        if item.row_group in row_groups:
+            os._exit(9)  # what the kernel's OOM killer or a native crash looks like from outside
+        return original(scanner, item, footers)
+
+    return crashing
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the patched function reaches workers by fork")
+def test_a_worker_that_dies_loses_only_the_item_it_was_scanning(tmp_path, ruleset, options, monkeypatch):
+    from shardscan import executor
+
+    monkeypatch.delenv("SHARDSCAN_START_METHOD", raising=False)
+    token = expand("{{github:ghp_}}", seed="exec-died")
+    rows = [trace_row([("tool", f"GITHUB_TOKEN={token}" if i % 4 == 1 else "ok")]) for i in range(24)]
+    path = tmp_path / "six.parquet"
+    write_trace_shard(path, rows, row_group_size=4)
+    plan = plan_shard(ShardRef("six.parquet", str(path)))
+    assert [item.row_group for item in plan.items] == [0, 1, 2, 3, 4, 5]
+    monkeypatch.setattr(executor, "scan_item", _crash_on({2}))
+    results = list(run_items(Scanner(ruleset, options), list(plan.items), jobs=2))
+    assert [r.item for r in results] == list(plan.items)
+    [issue] = [i for r in results for i in r.issues]
+    assert (issue.shard, issue.kind, issue.row_group) == ("six.parquet", "unreadable", 2)
+    assert "worker process died" in issue.message
+    # Every other row group was scanned (by the worker left, after the crash): none is lost.
+    assert [f.location.row for r in results for f in r.findings] == [1, 5, 13, 17, 21]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the patched function reaches workers by fork")
+def test_when_every_worker_dies_the_rest_is_reported_not_waited_for(tmp_path, ruleset, options, monkeypatch):
+    from shardscan import executor
+
+    monkeypatch.delenv("SHARDSCAN_START_METHOD", raising=False)
+    path = tmp_path / "six.parquet"
+    write_trace_shard(path, [trace_row([("tool", "ok")]) for _ in range(24)], row_group_size=4)
+    plan = plan_shard(ShardRef("six.parquet", str(path)))
+    monkeypatch.setattr(executor, "scan_item", _crash_on({0, 1, 2, 3, 4, 5}))
+    results = list(run_items(Scanner(ruleset, options), list(plan.items), jobs=2))
+    assert [r.item for r in results] == list(plan.items)
+    assert [[i.row_group for i in r.issues] for r in results] == [[0], [1], [2], [3], [4], [5]]
+    assert all("worker process died" in i.message for r in results for i in r.issues)
