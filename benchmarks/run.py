@@ -424,12 +424,13 @@ def main() -> None:  # noqa: C901 (a linear script)
         overhead = scan_all.cpu_seconds / scan_one.cpu_seconds
         alone = scan_one.seconds / (fixed + (scan_one.seconds - fixed) / ceiling)
         with_overhead = scan_one.seconds / (fixed + (scan_one.seconds - fixed) * overhead / ceiling)
-        notes.append(f"The {cores}-worker speed-up ({speedup:.2f}x) is bounded by what workers cannot share: every "
-                     f"run pays a fixed {fixed:.2f} s (interpreter, imports, rules, report: the one-row scan with "
-                     f"--jobs 1), which with this machine's loop speed-up of {ceiling:.2f}x alone limits the speed-up "
-                     f"to {alone:.2f}x; the {cores}-worker run also used {overhead - 1:+.0%} CPU (handing work items "
-                     f"and results between processes, cores shared with the parent), which lowers the bound to "
-                     f"{with_overhead:.2f}x.")
+        notes.append(f"What the {cores}-worker speed-up ({speedup:.2f}x) cannot share, measured in this run: a fixed "
+                     f"{fixed:.2f} s every run pays (interpreter, imports, rules, report: the one-row scan with "
+                     f"--jobs 1), this machine's loop speed-up of {ceiling:.2f}x, and {overhead - 1:+.0%} CPU in the "
+                     f"{cores}-worker run (the parent receiving results on cores the workers use, work items and "
+                     f"results crossing processes, and any other work on the machine). Splitting the rest of the "
+                     f"1-worker time perfectly would give about {alone:.2f}x; with the extra CPU, about "
+                     f"{with_overhead:.2f}x (estimates: each figure is the best of a few runs on a shared machine).")
 
     # The load average after the run counts this run's own workers; the one before it, and the
     # CPU-loop probe, tell whether other work was sharing the cores.
