@@ -418,19 +418,20 @@ def main() -> None:  # noqa: C901 (a linear script)
                      verdict(identical)))
 
     # Why the parallel speed-up falls short, in measured terms: a fixed cost every run pays (the
-    # one-row scan), then the extra CPU of running workers, against this machine's own loop speed-up.
+    # one-row scan) and the extra CPU of running workers bound it even on idle cores; the loop
+    # probe says how far from idle the machine was.
     if cores >= 2 and speedup < 1.7 and len(small_rows) > 1:
         fixed = small_rows[1][3].seconds
         overhead = scan_all.cpu_seconds / scan_one.cpu_seconds
-        alone = scan_one.seconds / (fixed + (scan_one.seconds - fixed) / ceiling)
-        with_overhead = scan_one.seconds / (fixed + (scan_one.seconds - fixed) * overhead / ceiling)
-        notes.append(f"What the {cores}-worker speed-up ({speedup:.2f}x) cannot share, measured in this run: a fixed "
-                     f"{fixed:.2f} s every run pays (interpreter, imports, rules, report: the one-row scan with "
-                     f"--jobs 1), this machine's loop speed-up of {ceiling:.2f}x, and {overhead - 1:+.0%} CPU in the "
-                     f"{cores}-worker run (the parent receiving results on cores the workers use, work items and "
-                     f"results crossing processes, and any other work on the machine). Splitting the rest of the "
-                     f"1-worker time perfectly would give about {alone:.2f}x; with the extra CPU, about "
-                     f"{with_overhead:.2f}x (estimates: each figure is the best of a few runs on a shared machine).")
+        alone = scan_one.seconds / (fixed + (scan_one.seconds - fixed) / cores)
+        with_overhead = scan_one.seconds / (fixed + (scan_one.seconds - fixed) * overhead / cores)
+        notes.append(f"What bounds the {cores}-worker speed-up ({speedup:.2f}x), measured in this run: every run pays a "
+                     f"fixed {fixed:.2f} s that workers cannot share (interpreter, imports, rules, report: the one-row "
+                     f"scan with --jobs 1), so even {cores} idle cores would give at most {alone:.2f}x; the "
+                     f"{cores}-worker run also used {overhead - 1:+.0%} CPU (the parent receiving results on cores the "
+                     f"workers use, work items and results crossing processes, other work on the machine), which "
+                     f"brings that to {with_overhead:.2f}x; and this machine's own speed-up for {cores} CPU-bound "
+                     f"loops was {ceiling:.2f}x in the same rounds.")
 
     # The load average after the run counts this run's own workers; the one before it, and the
     # CPU-loop probe, tell whether other work was sharing the cores.
