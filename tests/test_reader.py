@@ -347,3 +347,14 @@ def test_union_children_are_read_at_their_rows_and_filler_is_not_a_cell(scanner,
         array = array.slice(1)
     result = scanner.scan_table(pa.table({"u": array}), "t")
     assert [(f.location.row, f.location.column, f.start) for f in result.findings] == [(3 if sliced else 4, "u.text", 4)]
+
+
+def test_a_long_role_value_is_no_role_and_is_not_kept():
+    """Role names are short; a hostile role column of megabyte values must not fill the role cache."""
+    from shardscan.reader import cells as cells_module
+
+    before = cells_module._short_role_name.cache_info().currsize
+    roles = pa.array(["assistant", "x" * 1_000_000, b"tool", None])
+    leaf = cells_module.LeafCells("c[{}]", pa.array(["a", "b", "c", "d"]), np.arange(4), (np.arange(4),), roles)
+    assert leaf.locations(np.arange(4)) == (["c[0]", "c[1]", "c[2]", "c[3]"], ["assistant", None, "tool", None])
+    assert cells_module._short_role_name.cache_info().currsize <= before + 2  # the two short ones at most

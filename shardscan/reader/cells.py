@@ -70,12 +70,20 @@ class LeafCells:
         return paths, [_role_name(value) for value in roles]
 
 
-@lru_cache(maxsize=256)
 def _role_name(value: object) -> str | None:
     """A role value as printed next to a finding, or None when it does not read as a role name."""
+    # Only short values can be role names (32 characters, 128 bytes at most): a long one (a
+    # hostile role column) is refused before it could be kept in the cache.
+    if not isinstance(value, (str, bytes)) or len(value) > 128:
+        return None
+    return _short_role_name(value)
+
+
+@lru_cache(maxsize=256)
+def _short_role_name(value: str | bytes) -> str | None:
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
-    return value if isinstance(value, str) and _ROLE.fullmatch(value) and not _looks_secret(value) else None
+    return value if _ROLE.fullmatch(value) and not _looks_secret(value) else None
 
 
 def is_string_like(dtype: pa.DataType) -> bool:
