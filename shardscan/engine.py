@@ -616,8 +616,12 @@ def _windows(text: str, size: int, overlap: int) -> Iterable[tuple[int, str]]:
             break
 
 
+# Cells converted to Python strings per ``take`` (see :func:`_selected_texts`).
+_TAKE_CELLS = 256
+
+
 def _selected_texts(values: pa.Array, selected: np.ndarray) -> list[str]:
-    """The texts of the cells at ``selected`` (positions in ``values``), converted in one call.
+    """The texts of the cells at ``selected`` (positions in ``values``), one ``take`` per 256 cells.
 
     A dictionary array's texts come from its dictionary, each distinct value decoded once.
     """
@@ -631,8 +635,6 @@ def _selected_texts(values: pa.Array, selected: np.ndarray) -> list[str]:
     return [_as_text(v) for at in range(0, len(selected), _TAKE_CELLS)
             for v in compute.take(values, pa.array(selected[at : at + _TAKE_CELLS])).to_pylist()]
 
-
-_TAKE_CELLS = 256
 
 
 def _as_text(value: object) -> str:
