@@ -571,7 +571,10 @@ def _wrap_alternative(item: tuple[Candidate, int, int], other: tuple[Candidate, 
 
 
 # Verdicts from most to least telling that a reading is the secret.
-_VERDICT_RANK = {"valid": 0, "unverified": 1, "encrypted": 2, "expired": 3, "example": 4, "redacted": 5, "invalid": 6}
+_VERDICT_RANK = {
+    "valid": 0, "unverified": 1, "encrypted": 2, "test-mode": 3, "local-only": 3, "expired": 4, "example": 5,
+    "redacted": 6, "invalid": 7,
+}
 
 
 def _settle_wrap_readings(

@@ -33,6 +33,11 @@ class Verdict(StrEnum):
     INVALID = "invalid"
     EXAMPLE = "example"
     REDACTED = "redacted"
+    # Real credentials that grant nothing a publisher must revoke: a payment provider's test-mode or
+    # publishable key, a password for a service reachable only inside the sandbox (localhost, a
+    # docker-compose service). Reported so a reviewer sees them; not blocking unless the policy says so.
+    TEST_MODE = "test-mode"
+    LOCAL_ONLY = "local-only"
 
 
 class Status(StrEnum):

@@ -9,6 +9,8 @@
 | `invalid`    | `low`                                               | fails a hard check: invented or mangled |
 | `example`    | `info`                                              | a published documentation value |
 | `redacted`   | `info`                                              | the body is elided or a placeholder |
+| `test-mode`  | `low`                                               | a real test-mode or publishable key: no live data or money |
+| `local-only` | `low`                                               | a real credential for a service reachable only inside the sandbox |
 
 Kind enters through the rule's severity (``rules/*.yaml``), which is set per credential type: a
 GitHub App installation token is `high` because it lives an hour, a classic PAT `critical`, an
@@ -20,7 +22,14 @@ from __future__ import annotations
 from shardscan.model import Verdict
 
 _ORDER = ("critical", "high", "medium", "low", "info")
-_FIXED = {Verdict.EXPIRED: "low", Verdict.INVALID: "low", Verdict.EXAMPLE: "info", Verdict.REDACTED: "info"}
+_FIXED = {
+    Verdict.EXPIRED: "low",
+    Verdict.INVALID: "low",
+    Verdict.EXAMPLE: "info",
+    Verdict.REDACTED: "info",
+    Verdict.TEST_MODE: "low",
+    Verdict.LOCAL_ONLY: "low",
+}
 
 
 def derive_severity(rule_severity: str, verdict: Verdict) -> str:

@@ -23,6 +23,8 @@ VERDICT_MEANING: dict[str, str] = {
     "invalid": "fails the credential's own structure or checksum: not usable",
     "example": "a documented example or placeholder value",
     "redacted": "an elided or masked value (e.g. a key body replaced by an omission marker)",
+    "test-mode": "a real test-mode or publishable key: grants no access to live data or money",
+    "local-only": "a real credential for a service reachable only inside the sandbox (localhost, a compose service)",
 }
 
 # Display names of credential families, for the dataset card and legends; unknown kinds show as-is.

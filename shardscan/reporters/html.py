@@ -32,6 +32,8 @@ VERDICT_COLOR = {
     "invalid": "#0f766e",
     "example": "#2563eb",
     "redacted": "#7c3aed",
+    "test-mode": "#a16207",
+    "local-only": "#a16207",
 }
 ERROR_COLOR = "#6b7280"
 MAX_CHART_SHARDS = 40

@@ -29,6 +29,8 @@ _VERDICT_STYLE = {
     "invalid": "green",
     "example": "cyan",
     "redacted": "cyan",
+    "test-mode": "yellow",
+    "local-only": "yellow",
 }
 
 # Above this many shards the summary lists only shards with findings or errors: a 1,000-shard
