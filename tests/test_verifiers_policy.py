@@ -164,5 +164,5 @@ def test_strict_blocks_every_finding(folders, tmp_path):
     assert all(f["blocking"] for f in report["findings"])
     assert report["policy"]["strict"] is True
     assert report["policy"]["blocking_verdicts"] == [
-        "valid", "unverified", "encrypted", "expired", "invalid", "example", "redacted"
+        "valid", "unverified", "encrypted", "expired", "invalid", "example", "redacted", "test-mode", "local-only"
     ]
