@@ -8,15 +8,22 @@ from __future__ import annotations
 import base64
 import json
 import random
+import subprocess
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from shardscan.api import scan
+from shardscan.engine import ScanOptions
 from shardscan.model import Verdict
+from shardscan.reporters import FORMATS, render
+from shardscan.reporters._common import KIND_NAMES
 from shardscan.synth import expand, npm_token, pypi_token
 from tests.verifier_helpers import findings, only, verify
 
@@ -133,14 +140,17 @@ def shard_report(tmp_path_factory):
     })
     path = tmp_path_factory.mktemp("llm-code") / "shard.parquet"
     pq.write_table(table, path)
-    report = scan([str(path)], options=_options())
-    return cells, report
+    report = scan([str(path)], options=ScanOptions(now=NOW))
+    return Scanned(cells, report, path)
 
 
-def _options():
-    from shardscan.engine import ScanOptions
+@dataclass(frozen=True)
+class Scanned:
+    """The shard of every cell, where it was written, and its report."""
 
-    return ScanOptions(now=NOW)
+    cells: list
+    report: object
+    path: Path
 
 
 def _at(report, row: int, column: str) -> list:
@@ -149,7 +159,7 @@ def _at(report, row: int, column: str) -> list:
 
 @pytest.mark.parametrize("index", range(len(LIVE) + len(TWINS)), ids=[c.name for c in LIVE + TWINS])
 def test_each_family_in_a_parquet_shard_as_written_json_escaped_and_base64(shard_report, index):
-    cells, report = shard_report
+    cells, report = shard_report.cells, shard_report.report
     cell, text, secret = cells[index]
     for column in ("text", "json", "b64"):
         found = _at(report, index, column)
@@ -175,7 +185,7 @@ def test_each_family_in_a_parquet_shard_as_written_json_escaped_and_base64(shard
 
 
 def test_the_shard_blocks_on_exactly_the_live_cells(shard_report):
-    cells, report = shard_report
+    cells, report = shard_report.cells, shard_report.report
     blocking_rows = sorted({f.location.row for f in report.findings if f.blocking})
     assert blocking_rows == list(range(len(LIVE)))
     assert {f.location.column for f in report.findings if f.blocking} == {"text", "json", "b64"}
@@ -263,3 +273,58 @@ def test_openai_name_part_is_not_a_broken_half():
     assert "build-bot" not in named.detail
     # A longer left half without a name (no dash before the halves) is still invented.
     assert verify(expand("sk-proj-{{alnum:80}}T3BlbkFJ{{alnum:74}}", seed=3), "openai-api-key").verdict == Verdict.INVALID
+
+
+# ---- every new kind through the reports, the allowlist and redact, with data only ---------------
+
+
+def _cli(*args: str, cwd=None):
+    return subprocess.run([sys.executable, "-m", "shardscan.cli", *args], capture_output=True, text=True,
+                          cwd=cwd or Path(__file__).resolve().parent.parent)
+
+
+def test_every_report_format_shows_the_new_kinds_and_never_a_secret(shard_report):
+    cells, report = shard_report.cells, shard_report.report
+    secrets = [secret for _, _, secret in cells if len(secret) >= 20]
+    kinds = {f.kind for f in report.findings}
+    for fmt in FORMATS:
+        text = render(report, fmt)
+        assert not any(secret in text for secret in secrets), fmt
+        if fmt == "card":
+            assert all(KIND_NAMES[kind] in text for kind in kinds)
+        elif fmt in ("json", "jsonl", "sarif", "html"):
+            assert all(cell.rule in text for cell in LIVE), fmt
+    sarif = json.loads(render(report, "sarif"))
+    sarif_rules = {rule["id"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert {cell.rule for cell in LIVE} <= sarif_rules
+
+
+def test_allowlist_by_kind_and_redact_cover_the_new_kinds(shard_report, tmp_path):
+    cells, report = shard_report.cells, shard_report.report
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "shard.parquet").write_bytes(shard_report.path.read_bytes())
+    blocking = [f for f in report.findings if f.blocking]
+    entries = "\n".join(
+        f"  - fingerprint: {fp}\n    rule: {kind}\n    reason: reviewed test fixture\n    reviewer: Test\n    reviewed: 2026-12-01"
+        for fp, kind in sorted({(f.fingerprint, f.kind) for f in blocking})
+    )
+    allowlist = tmp_path / "allowlist.yaml"
+    allowlist.write_text(f"version: 1\nentries:\n{entries}\n")
+    proc = _cli("scan", str(data), "--allowlist", str(allowlist), "--now", "2026-12-02", "--format", "json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["summary"]["blocking"] == 0
+
+    out = tmp_path / "clean"
+    proc = _cli("redact", str(data), "--out", str(out), "--no-allowlist", "--now", "2026-12-02")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    redacted = pq.read_table(out / "shard.parquet").column("text").to_pylist()
+    for index, (cell, _, secret) in enumerate(cells[: len(LIVE)]):
+        assert secret not in redacted[index], cell.name
+        assert f"[REDACTED:{_kind_at(report, index)}:" in redacted[index], cell.name
+    proc = _cli("scan", str(out), "--no-allowlist", "--now", "2026-12-02", "--format", "json")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def _kind_at(report, row: int) -> str:
+    return next(f.kind for f in report.findings if f.location.row == row and f.location.column == "text")

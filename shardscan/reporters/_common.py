@@ -50,7 +50,7 @@ KIND_NAMES: dict[str, str] = {
     "cerebras": "Cerebras API keys",
     "databricks": "Databricks tokens",
     "elevenlabs": "ElevenLabs API keys",
-    "wandb": "Weights & Biases API keys",
+    "wandb": "Weights and Biases API keys",
     "cohere": "Cohere API keys",
     "mistral": "Mistral AI API keys",
     "gitlab": "GitLab tokens",
