@@ -328,3 +328,22 @@ def test_allowlist_by_kind_and_redact_cover_the_new_kinds(shard_report, tmp_path
 
 def _kind_at(report, row: int) -> str:
     return next(f.kind for f in report.findings if f.location.row == row and f.location.column == "text")
+
+
+# ---- the keyword search in decoded binaries does not slow down with the keyword count -------------
+
+
+@pytest.mark.parametrize("matcher", ["", "re2"])
+def test_keyword_search_in_decoded_binaries_is_the_same_with_and_without_hyperscan(monkeypatch, matcher):
+    from shardscan.decoders import KeywordSet
+    from shardscan.ruleset import load_ruleset
+
+    monkeypatch.setenv("SHARDSCAN_MATCHER", matcher)
+    ruleset = load_ruleset()
+    keywords = KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
+    noise = random.Random(9).randbytes(30_000).replace(b"_", b"\x00").replace(b"-", b"\x00").replace(b".", b"\x00")
+    assert keywords.in_binary(noise) is False
+    assert keywords.in_binary(b"") is False
+    for keyword in ("pypi-AgE", "glpat-", "dp.st.", ".atlasv1.", "WANDB_API_KEY"):
+        assert keywords.in_binary(noise[:20_000] + keyword.encode() + noise[20_000:]) is True, keyword
+        assert keywords.in_binary(noise + keyword.encode()) is True, keyword
