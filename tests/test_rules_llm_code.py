@@ -347,3 +347,54 @@ def test_keyword_search_in_decoded_binaries_is_the_same_with_and_without_hypersc
     for keyword in ("pypi-AgE", "glpat-", "dp.st.", ".atlasv1.", "WANDB_API_KEY"):
         assert keywords.in_binary(noise[:20_000] + keyword.encode() + noise[20_000:]) is True, keyword
         assert keywords.in_binary(noise + keyword.encode()) is True, keyword
+
+
+# ---- fallback rules, as data --------------------------------------------------------------------
+
+
+_ACME = """\
+- id: acme-any
+  kind: acme
+  name: Acme token, any shape
+  description: Any acme_ token.
+  severity: high
+  fallback: {fallback}
+  keywords: [acme_]
+  pattern: '(?P<secret>acme_[a-z0-9]{{16,40}})'
+  examples: ['acme_{{{{hex:20}}}}']
+- id: acme-live
+  kind: acme
+  name: Acme live token
+  description: A live acme_ token.
+  severity: critical
+  keywords: [acme_live]
+  pattern: '(?P<secret>acme_live[a-z0-9]{{20}})'
+  examples: ['acme_live{{{{hex:20}}}}']
+"""
+
+
+def test_a_fallback_rule_yields_to_an_overlapping_specific_rule_of_any_length(tmp_path):
+    from shardscan.engine import Scanner
+    from shardscan.ruleset import load_ruleset
+
+    path = tmp_path / "acme.yaml"
+    path.write_text(_ACME.format(fallback="true"))
+    scanner = Scanner(load_ruleset([path], builtin=False))
+    live = "acme_live" + "0123456789abcdef9876"
+    # The fallback's match runs on past the specific one: still one finding, the specific rule's.
+    findings, _ = scanner.scan_text(f"t={live}ffff and acme_{'5a' * 10}")
+    assert [(f.rule_id, f.start) for f in findings] == [("acme-live", 2), ("acme-any", 40)]
+    # Without the flag, the longer match of the general rule swallows the specific one.
+    path.write_text(_ACME.format(fallback="false"))
+    findings, _ = Scanner(load_ruleset([path], builtin=False)).scan_text(f"t={live}ffff")
+    assert [f.rule_id for f in findings] == ["acme-any"]
+
+
+def test_fallback_must_be_a_boolean(tmp_path):
+    from shardscan.errors import ConfigError
+    from shardscan.ruleset import load_rule_file
+
+    path = tmp_path / "acme.yaml"
+    path.write_text(_ACME.format(fallback="'yes'"))
+    with pytest.raises(ConfigError, match="acme.yaml: acme-any: 'fallback' must be true or false"):
+        load_rule_file(path)
