@@ -91,7 +91,9 @@ LIVE = [
 TWINS = [
     Cell("openai-off-centre", "OPENAI_API_KEY=", "sk-{{alnum:12}}T3BlbkFJ{{alnum:28}}", "", "openai-api-key", "invalid"),
     Cell("openrouter-cut", "OPENROUTER_API_KEY=", "sk-or-v1-{{hex:40}}", "", "openrouter-api-key", "invalid"),
-    Cell("sk-placeholder-words", "LLM_API_KEY=", "sk-your-own-api-key-goes-here-1", "", "sk-api-key", "redacted"),
+    Cell("sk-placeholder-words", "LLM_API_KEY=", "sk-YourApiKeyGoesHereReplaceMe123", "", "sk-api-key", "redacted"),
+    Cell("sk-dashed-words", "LLM_API_KEY=", "sk-your-own-api-key-goes-here-1", "", None),
+    Cell("sk-css-classes", '<div class="', "sk-button-primary-2xl-rounded-corners", '">', None),
     Cell("sklearn", "pip install scikit-learn # ", "sk-learn", "", None),
     Cell("css-flag", "--", "sk-primary-color-2", ": #fff", None),
     Cell("task-ids", "", "task-{{hex:32}} disk-{{hex:32}} ask-{{alnum:32}}", "", None),
