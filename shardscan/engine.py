@@ -482,6 +482,8 @@ def _deduplicate(
        secret is settled after verification (see :func:`_settle_wrap_readings`).
     3. A match lying wholly inside a longer match of another rule (the JWT inside a
        ``ghs_<appid>_<JWT>`` token) is the same secret.
+    4. A fallback rule yields to any specific rule whose match overlaps it (see
+       :func:`_yield_to_specific_rules`).
     """
     if len(raw) == 1:
         return list(raw)  # (what the steps below leave of a single match)
@@ -524,11 +526,41 @@ def _deduplicate(
     ]
     kept = sorted(readable, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
     coverable = _coverable_by_another_rule(kept)
-    return [
+    kept = [
         item
         for item, maybe in zip(kept, coverable, strict=True)
-        if not (maybe and any(o[0].rule_id != item[0].rule_id and _inside(item, o) for o in kept))
+        if not (maybe and any(o[0].rule_id != item[0].rule_id and _inside(item, o)
+                              and not ruleset.get(o[0].rule_id).fallback for o in kept))
     ]
+    return _yield_to_specific_rules(kept, ruleset)
+
+
+def _yield_to_specific_rules(
+    kept: list[tuple[Candidate, int, int]], ruleset: Ruleset
+) -> list[tuple[Candidate, int, int]]:
+    """4. A fallback rule's match that overlaps a specific rule's match is the same secret, read
+    less well: the specific rule's finding (and its verdict, ``invalid`` included) is the only one.
+    A specific rule's span may be shorter or longer than the fallback's, so overlap decides, not
+    nesting."""
+    fallback = [ruleset.get(item[0].rule_id).fallback for item in kept]
+    if not any(fallback):
+        return kept  # the common case: no fallback rule matched
+    specific = [item for item, weak in zip(kept, fallback, strict=True) if not weak]
+    return [
+        item
+        for item, weak in zip(kept, fallback, strict=True)
+        if not (weak and any(_overlap(item, o) for o in specific))
+    ]
+
+
+def _overlap(item: tuple[Candidate, int, int], other: tuple[Candidate, int, int]) -> bool:
+    """True when two matches share characters of the cell (of the decoded view, when both come
+    from one decoded run, which maps to a single span of the cell)."""
+    cand, start, end = item
+    o_cand, o_start, o_end = other
+    if (o_start, o_end) == (start, end) and o_cand.encoding == cand.encoding and cand.encoding:
+        return o_cand.start < cand.end and cand.start < o_cand.end
+    return o_start < end and start < o_end
 
 
 def _coverable_by_another_rule(kept: list[tuple[Candidate, int, int]]) -> list[bool]:

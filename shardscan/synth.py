@@ -222,3 +222,88 @@ def expand(template: str, seed: int | str = 0) -> str:
 def has_template(text: str) -> bool:
     """True when ``text`` contains at least one ``{{generator}}`` placeholder."""
     return _TEMPLATE.search(text) is not None
+
+
+# --- LLM platforms, code hosting, registries and CI ---------------------------------------------
+
+
+def npm_token(rng: random.Random) -> str:
+    """An npm access token: ``npm_``, 30 random alphanumerics and their base62 CRC32 (GitHub's scheme)."""
+    body = _mixed(rng, 30)
+    return "npm_" + body + base62_crc32(body)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _macaroon_field(field_type: int, data: bytes) -> bytes:
+    return _varint(field_type) + _varint(len(data)) + data
+
+
+def pypi_token(rng: random.Random, arg: str = "user") -> str:
+    """A PyPI API token: ``pypi-`` and a base64url macaroon (format v2) signed with a random key.
+
+    ``arg``: ``user`` (whole-account scope), ``project`` (one project), ``expired`` (an expiry
+    caveat in 2019), ``legacy`` (the JSON-object caveat PyPI wrote before 2023), ``test``
+    (issued by test.pypi.org) or ``broken`` (a cut macaroon).
+    """
+    import hmac
+
+    location = b"test.pypi.org" if arg == "test" else b"pypi.org"
+    identifier = json.dumps({"version": 1, "id": _uuid(rng)}).encode()
+    caveats: list[bytes] = []
+    if arg == "project":
+        caveats.append(json.dumps([1, ["example-project"]]).encode())
+    elif arg == "expired":
+        caveats.append(json.dumps([0, 1_559_692_800, 1_559_600_000]).encode())
+    elif arg == "legacy":
+        caveats.append(json.dumps({"version": 1, "permissions": "user"}).encode())
+    caveats.append(json.dumps([3, _uuid(rng)]).encode())
+    signature = hmac.new(rng.randbytes(32), identifier, hashlib.sha256).digest()
+    data = b"\x02" + _macaroon_field(1, location) + _macaroon_field(2, identifier) + b"\x00"
+    for caveat in caveats:
+        signature = hmac.new(signature, caveat, hashlib.sha256).digest()
+        data += _macaroon_field(2, caveat) + b"\x00"
+    data += b"\x00" + _macaroon_field(6, signature)
+    encoded = b64url(data)
+    return "pypi-" + (encoded[: len(encoded) // 2] if arg == "broken" else encoded)
+
+
+def _uuid(rng: random.Random) -> str:
+    hexes = _chars(rng, "0123456789abcdef", 32)
+    return f"{hexes[:8]}-{hexes[8:12]}-{hexes[12:16]}-{hexes[16:20]}-{hexes[20:]}"
+
+
+def onepassword_service_account(rng: random.Random, arg: str = "") -> str:
+    """A 1Password service-account token: ``ops_`` and base64 of its JSON sign-in record
+    (``broken``: the record cut in half)."""
+    record = {
+        "signInAddress": "my.1password.com",
+        "userAuth": {"method": "SRPg-4096", "alg": "PBES2g-HS256", "iterations": 650000, "salt": _chars(rng, B64URL, 22)},
+        "email": _chars(rng, string.ascii_lowercase, 12) + "@1passwordserviceaccounts.com",
+        "srpX": _chars(rng, "0123456789abcdef", 64),
+        "muk": {"alg": "A256GCM", "ext": True, "k": _chars(rng, B64URL, 43), "key_ops": ["encrypt", "decrypt"],
+                "kty": "oct", "kid": "mp"},
+        "secretKey": "A3-" + _chars(rng, string.ascii_uppercase + string.digits, 6) + "-" + _chars(rng, BASE32, 26),
+        "deviceUuid": _chars(rng, string.ascii_lowercase + string.digits, 26),
+    }
+    data = json.dumps(record, separators=(",", ":")).encode()
+    if arg == "broken":
+        data = data[: len(data) // 2]  # cut: still opens like the record, no longer JSON
+    return "ops_" + b64url(data)
+
+
+GENERATORS.update({
+    "b64url": lambda rng, arg: _chars(rng, B64URL, int(arg or 32)),
+    "hexu": lambda rng, arg: _chars(rng, "0123456789ABCDEF", int(arg or 8)),
+    "lower_alnum": lambda rng, arg: _chars(rng, string.ascii_lowercase + string.digits, int(arg or 32)),
+    "npm": lambda rng, arg: npm_token(rng),
+    "pypi": lambda rng, arg: pypi_token(rng, arg or "user"),
+    "onepassword": lambda rng, arg: onepassword_service_account(rng, arg),
+})

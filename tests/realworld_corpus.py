@@ -813,9 +813,168 @@ def gaps() -> list[Case]:
     ]
 
 
+# ---- LLM platforms, code hosting, registries and secret managers ----------------------------------
+
+
+def _gen(name: str, template: str) -> str:
+    """A generated value of ``template`` (``{{generator:arg}}``), the same for the same name."""
+    return synth.expand(template, seed=f"realworld:{name}")
+
+
+def X(rule_id: str, kind: str, secret: str, *verdicts: str) -> Expect:
+    """An expectation for the families of this block (default verdict: ``unverified``)."""
+    return Expect(rule_id, kind, secret, frozenset(verdicts or ("unverified",)))
+
+
+def llm_code_cases() -> list[Case]:
+    """Keys of LLM providers, ML platforms, code hosts, package registries and secret managers
+    where agent traces show them, and the look-alikes their prefixes meet in code and logs."""
+    g = _gen
+    dashscope, deepseek = g("dashscope", "sk-{{hex:32}}"), g("deepseek", "sk-{{hex:32}}")
+    openrouter, moonshot = g("openrouter", "sk-or-v1-{{hex:64}}"), g("moonshot", "sk-{{alnum:48}}")
+    groq, xai, gemini = g("groq", "gsk_{{alnum:52}}"), g("xai", "xai-{{alnum:80}}"), g("gemini", "AIzaSy{{b64url:33}}")
+    named_oai = oai("svc-named", "sk-eval-harness-")
+    siliconflow = g("siliconflow", "sk-{{lower_alnum:48}}")
+    cases = [
+        Case("llm-dotenv", "llm-keys", "$ cat .env\n" + "\n".join([
+            f"OPENAI_API_KEY={named_oai}", f"DASHSCOPE_API_KEY={dashscope}", f"DEEPSEEK_API_KEY={deepseek}",
+            f"OPENROUTER_API_KEY={openrouter}", f"GROQ_API_KEY={groq}", f"XAI_API_KEY={xai}", f"GEMINI_API_KEY={gemini}",
+            "LOG_LEVEL=debug"]) + "\n", (
+            X("openai-api-key", "openai", named_oai, "valid"), X("sk-hex-api-key", "openai-compatible", dashscope),
+            X("sk-hex-api-key", "openai-compatible", deepseek), X("openrouter-api-key", "openrouter", openrouter),
+            X("groq-api-key", "groq", groq), X("xai-api-key", "xai", xai), X("google-api-key", "google-api-key", gemini))),
+        Case("qwen-client-code", "llm-keys", textwrap.dedent(f"""\
+            from openai import OpenAI
+            client = OpenAI(
+                api_key="{dashscope}",
+                base_url="https://dashscope.aliyuncs.com/compatible-mode/v1",
+            )
+            """), (X("sk-hex-api-key", "openai-compatible", dashscope),)),
+        Case("moonshot-tool-call", "llm-keys", json.dumps({"type": "tool_use", "name": "bash", "input": {
+            "command": f"export MOONSHOT_API_KEY={moonshot} && python eval.py --model kimi-k2"}}),
+            (X("moonshot-api-key", "openai-compatible", moonshot),)),
+        Case("unknown-sk-provider", "llm-keys", f'{{"provider": "siliconflow", "api_key": "{siliconflow}"}}',
+             (X("sk-api-key", "openai-compatible", siliconflow),)),
+        Case("openrouter-escaped-stdout", "llm-keys", json.dumps({"stdout": f"OPENROUTER_API_KEY={openrouter}\nGROQ_API_KEY={groq}\n"}),
+             (X("openrouter-api-key", "openrouter", openrouter), X("groq-api-key", "groq", groq))),
+    ]
+    ml = {name: g(name, t) for name, t in [
+        ("pplx", "pplx-{{alnum:48}}"), ("r8", "r8_{{alnum:37}}"), ("fw", "fw_{{alnum:24}}"), ("tvly", "tvly-{{alnum:32}}"),
+        ("lsv2", "lsv2_pt_{{hex:32}}_{{hex:10}}"), ("pcsk", "pcsk_{{alnum:5}}_{{alnum:64}}"), ("csk", "csk-{{lower_alnum:48}}"),
+        ("cohere", "{{alnum:40}}"), ("mistral", "{{alnum:32}}"), ("eleven", "sk_{{hex:48}}"), ("dapi", "dapi{{hex:32}}"),
+        ("wandb", "{{hex:40}}")]}
+    cases += [
+        Case("ml-platform-settings", "ml-platforms", textwrap.dedent(f"""\
+            # settings.py
+            PERPLEXITY_API_KEY = "{ml['pplx']}"
+            REPLICATE_API_TOKEN = "{ml['r8']}"
+            FIREWORKS_API_KEY = "{ml['fw']}"
+            TAVILY_API_KEY = "{ml['tvly']}"
+            LANGSMITH_API_KEY = "{ml['lsv2']}"
+            PINECONE_API_KEY = "{ml['pcsk']}"
+            CEREBRAS_API_KEY = "{ml['csk']}"
+            """), (
+            X("perplexity-api-key", "perplexity", ml["pplx"]), X("replicate-api-token", "replicate", ml["r8"]),
+            X("fireworks-api-key", "fireworks", ml["fw"]), X("tavily-api-key", "tavily", ml["tvly"]),
+            X("langsmith-api-key", "langsmith", ml["lsv2"]), X("pinecone-api-key", "pinecone", ml["pcsk"]),
+            X("cerebras-api-key", "cerebras", ml["csk"]))),
+        Case("named-key-exports", "ml-platforms",
+             f"export COHERE_API_KEY={ml['cohere']}\nexport MISTRAL_API_KEY='{ml['mistral']}'\nexport ELEVENLABS_API_KEY={ml['eleven']}\n",
+             (X("cohere-api-key", "cohere", ml["cohere"]), X("mistral-api-key", "mistral", ml["mistral"]),
+              X("elevenlabs-api-key", "elevenlabs", ml["eleven"]))),
+        Case("databricks-cfg", "ml-platforms",
+             f"$ cat ~/.databrickscfg\n[DEFAULT]\nhost  = https://adb-1234567890123456.7.azuredatabricks.net\ntoken = {ml['dapi']}\n",
+             (X("databricks-token", "databricks", ml["dapi"]),)),
+        Case("wandb-netrc", "ml-platforms", f"$ cat ~/.netrc\nmachine api.wandb.ai\n  login user\n  password {ml['wandb']}\n",
+             (X("wandb-api-key", "wandb", ml["wandb"]),)),
+    ]
+    npm, pypi = g("npm", "{{npm}}"), g("pypi", "{{pypi:project}}")
+    glpat, glptt = g("glpat", "glpat-{{b64url:20}}"), g("glptt", "glptt-{{hex:40}}")
+    dckr, atatt = g("dckr", "dckr_pat_{{b64url:27}}"), g("atatt", "ATATT3xFfGF0{{b64url:170}}={{hexu:8}}")
+    atbb = g("atbb", "ATBB{{alnum:28}}{{hexu:8}}")
+    cases += [
+        Case("npmrc", "registries", f"$ cat ~/.npmrc\n//registry.npmjs.org/:_authToken={npm}\nalways-auth=true\n",
+             (X("npm-access-token", "npm", npm, "valid"),)),
+        Case("pypirc", "registries", f"[distutils]\nindex-servers = pypi\n\n[pypi]\n  username = __token__\n  password = {pypi}\n",
+             (X("pypi-api-token", "pypi", pypi, "valid"),)),
+        Case("docker-login", "registries", f"$ echo {dckr} | docker login -u ci-bot --password-stdin\nLogin Succeeded\n",
+             (X("docker-hub-token", "docker-hub", dckr),)),
+        Case("gitlab-remote", "code-hosting", f"$ git remote -v\norigin\thttps://oauth2:{glpat}@gitlab.com/acme/api.git (fetch)\n",
+             (X("gitlab-token", "gitlab", glpat),)),
+        Case("gitlab-trigger", "code-hosting",
+             f"curl -X POST --fail -F token={glptt} -F ref=main https://gitlab.com/api/v4/projects/42/trigger/pipeline",
+             (X("gitlab-token", "gitlab", glptt),)),
+        Case("jira-curl", "code-hosting",
+             f"curl -s -u dev@acme.io:{atatt} -H 'Accept: application/json' https://acme.atlassian.net/rest/api/3/myself",
+             (X("atlassian-api-token", "atlassian", atatt),)),
+        Case("bitbucket-clone", "code-hosting", f"git clone https://dev:{atbb}@bitbucket.org/acme/web.git",
+             (X("bitbucket-app-password", "atlassian", atbb),)),
+    ]
+    tfc, hvs = g("tfc", "{{alnum:14}}.atlasv1.{{b64url:67}}"), g("hvs", "hvs.CAESI{{b64url:86}}")
+    ops, dpl, pul = g("ops", "{{onepassword}}"), g("dpl", "dp.st.prd.{{alnum:43}}"), g("pul", "pul-{{hex:40}}")
+    cases += [
+        Case("tfrc-json", "secret-managers",
+             json.dumps({"credentials": {"app.terraform.io": {"token": tfc}}}, indent=2), (X("terraform-cloud-token", "terraform-cloud", tfc),)),
+        Case("vault-login", "secret-managers", "$ vault login -method=oidc\nSuccess! You are now authenticated.\n\n"
+             f"Key                  Value\n---                  -----\ntoken                {hvs}\ntoken_accessor       {b64('acc', 24)}\n",
+             (X("vault-token", "vault", hvs),)),
+        Case("op-service-account", "secret-managers", f"export OP_SERVICE_ACCOUNT_TOKEN={ops}\nop vault list",
+             (X("onepassword-service-account-token", "onepassword", ops, "valid"),)),
+        Case("doppler-and-pulumi", "secret-managers",
+             f"DOPPLER_TOKEN={dpl} doppler run -- ./deploy.sh\npulumi login --token {pul}\n",
+             (X("doppler-token", "doppler", dpl), X("pulumi-access-token", "pulumi", pul))),
+        Case("k8s-secret-base64", "secret-managers", textwrap.dedent(f"""\
+            apiVersion: v1
+            kind: Secret
+            data:
+              OPENROUTER_API_KEY: {base64.b64encode(openrouter.encode()).decode()}
+              COHERE_API_KEY: {base64.b64encode(ml['cohere'].encode()).decode()}
+            """), (X("openrouter-api-key", "openrouter", openrouter), X("cohere-api-key", "cohere", ml["cohere"]))),
+    ]
+    # Harmless twins and look-alikes.
+    def neg(name: str, text: str) -> None:
+        cases.append(Case(name, "llm-code-negatives", text))
+
+    neg("sklearn-and-css", "pip install scikit-learn numpy  # sk-learn\n.btn { --sk-primary: #36f; --sk-radius-2: 4px }\n"
+        "import sklearn.svm as sk_svm\n")
+    neg("task-disk-ids", "\n".join(f"task-{hexs(f'task{i}', 32)} disk-{hexs(f'disk{i}', 32)} ask-{b64(f'ask{i}', 32, synth.ALNUM)}"
+                                   for i in range(4)))
+    neg("npm-env-dump", "npm_config_cache=/root/.npm\nnpm_package_name=web\nnpm_lifecycle_event=build\n"
+        "npm_config_user_agent=npm/10.2.4 node/v20.11.0 linux x64\nnpm_package_version=1.4.2\n")
+    neg("readme-placeholders", textwrap.dedent("""\
+        Set these before running:
+            OPENAI_API_KEY=sk-...
+            DEEPSEEK_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+            OPENROUTER_API_KEY=sk-or-v1-...
+            GROQ_API_KEY=gsk_...
+            GEMINI_API_KEY=AIza...
+            TAVILY_API_KEY=tvly-YOUR_API_KEY
+            NPM_TOKEN=npm_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+            VAULT_TOKEN=hvs.xxxxxxxxxxxxxxxxxxxxxxxx
+            OPENAI_API_KEY=sk-your-key-here
+        """))
+    neg("masked-keys", f"Using OpenAI key sk-proj-{b64('mask1', 4, synth.ALNUM)}...{b64('mask2', 4, synth.ALNUM)}\n"
+        f"api key: sk-{b64('mask3', 20, synth.ALNUM)}****\nANTHROPIC_API_KEY=sk-ant-****\nkey=sk-abc…xyz\n")
+    neg("aiza-prose", "Google API keys start with AIza and are 39 characters long; restrict them to your app.")
+    neg("env-reads", textwrap.dedent("""\
+        client = Mistral(api_key=os.environ["MISTRAL_API_KEY"])
+        co = cohere.ClientV2(api_key=os.getenv("CO_API_KEY"))
+        wandb.login(key=os.environ["WANDB_API_KEY"])
+        """))
+    neg("wandb-and-git", f"$ wandb login --relogin\n$ git checkout {hexs('wb-sha', 40)}\n")
+    neg("firmware-and-rapidapi", f"fw_version = read_firmware(); fw_update_required = True\n"
+        f"url = 'https://example.p.rapidapi{hexs('rapid', 32)}.com'\nufw_{b64('ufw', 24, synth.ALNUM)}")
+    # Reported, not blocking: a model-invented OpenAI key, a bad npm checksum, an expired PyPI token.
+    neg("invented-openai-key", f"OPENAI_API_KEY=sk-{b64('inv1', 12, synth.ALNUM)}T3BlbkFJ{b64('inv2', 28, synth.ALNUM)}")
+    bad_npm = npm[:-1] + ("A" if npm[-1] != "A" else "B")
+    neg("npm-bad-checksum", f"//registry.npmjs.org/:_authToken={bad_npm}")
+    neg("pypi-expired", f"TWINE_PASSWORD={g('pypi-old', '{{pypi:expired}}')}")
+    return cases
+
+
 def corpus() -> list[Case]:
     """Every case: positives first (long sessions last among them), then hard negatives."""
-    return positives() + long_traces() + negatives()
+    return positives() + long_traces() + negatives() + llm_code_cases()
 
 
 # ---- evaluation ----------------------------------------------------------------------------------

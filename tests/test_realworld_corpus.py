@@ -34,6 +34,9 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "k8s-secret-placeholders": [("aws-secret-access-key", "example")],
     "jwt-fixture-text-signature": [("jwt", "invalid")],
     "aws-alphabet-placeholder": [("aws-secret-access-key", "redacted")],
+    "invented-openai-key": [("openai-api-key", "invalid")],
+    "npm-bad-checksum": [("npm-access-token", "invalid")],
+    "pypi-expired": [("pypi-api-token", "expired")],
 }
 
 
@@ -49,7 +52,14 @@ def results(cases, ruleset) -> list[rc.CaseResult]:
 
 def test_corpus_covers_every_kind_and_place(cases):
     kinds = {e.kind for c in cases for e in c.expect}
-    assert kinds == {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
+    assert kinds >= {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
+    # Every kind of the LLM, ML, code-hosting, registry and secret-manager rules has a labelled cell.
+    assert kinds >= {
+        "openrouter", "openai-compatible", "groq", "xai", "google-api-key", "perplexity", "replicate", "fireworks",
+        "tavily", "langsmith", "pinecone", "cerebras", "cohere", "mistral", "elevenlabs", "databricks", "wandb",
+        "npm", "pypi", "docker-hub", "gitlab", "atlassian", "terraform-cloud", "vault", "onepassword", "doppler",
+        "pulumi",
+    }
     names = [c.name for c in cases]
     assert len(names) == len(set(names))
     assert sum(1 for c in cases if c.negative) >= 40

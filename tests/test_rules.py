@@ -49,11 +49,12 @@ def test_every_rule_has_examples_and_negative_examples():
         assert rule.negative_examples, rule.id
 
 
-def test_builtin_kinds_are_the_seven_families():
-    assert set(BUILTIN.kinds) == KINDS
-    assert [p.name for p in builtin_rule_files()] == sorted(
-        f"{k}.yaml" for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key")
-    )
+def test_builtin_kinds_include_the_seven_families():
+    # (More families come as rule files are added; these seven must stay.)
+    assert KINDS <= set(BUILTIN.kinds)
+    assert {f"{k}.yaml" for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key")} <= {
+        p.name for p in builtin_rule_files()
+    }
 
 
 def test_checker_really_uses_the_detector_not_only_the_regex():

@@ -29,10 +29,14 @@ def _selected(texts: list[str]) -> list[bool]:
 
 def test_builtin_token_keywords():
     # OpenAI's T3BlbkFJ sits inside its token and a PEM marker is followed by a space: not token keywords.
-    assert set(RULESET.token_keywords) == {
+    assert set(RULESET.token_keywords) >= {
         "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
         "hf_", "api_org_", "sk-ant-api", "sk-ant-admin", "sk-ant-oat", "sk-ant-ort",
     }
+    assert not {"T3BlbkFJ", "-----BEGIN"} & set(RULESET.token_keywords)
+    # Short prefixes of the LLM, registry and CI families that ordinary words contain (task-,
+    # ufw_, rapidapi, --sk-): counted only at a token start.
+    assert set(RULESET.token_keywords) >= {"sk-", "r8_", "fw_", "csk-", "AIza", "dapi", "pul-", "npm_", "dp.st."}
 
 
 @pytest.mark.parametrize(
@@ -52,6 +56,9 @@ def test_builtin_token_keywords():
         ('{"out": "a\\neyJhbGciOi"}', True),
         ("eyJhbGciOi at the very start", True),
         ("id AKIA" + "Q" * 16, True),
+        ("disk-" + "a1b2" * 8 + " task-" + "c3d4" * 8 + " ask-" + "e5f6" * 8, False),
+        ("OPENAI_API_KEY=sk-" + "a1b2" * 8, True),
+        ("rapidapi" + "0a" * 16 + " ufw_" + "Ab1" * 8, False),
         # Keywords that are not token keywords count anywhere.
         ("prefixT3BlbkFJsuffix", True),
     ],

@@ -15,9 +15,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
 import pyarrow as pa
 
 from shardscan import arrow_compute as compute
+from shardscan import hyperscan_matcher
 from shardscan.decoders import (
     ansi,
     base64_,
@@ -176,6 +178,12 @@ class KeywordSet:
 
     def in_binary(self, data: bytes) -> bool:
         """True when a binary blob holds a plain keyword (only then is it worth reading as text)."""
+        # Python's alternation tries every keyword at every byte (a decoded 30 KB screenshot: 0.7 ms
+        # with 43 keywords, 3.2 ms with 106); Hyperscan's automaton does not grow with their number.
+        compiled = _keyword_database(self.plain) if self.plain else None
+        if compiled is not None:
+            bounds = np.array([0, len(data)], dtype=np.int64)
+            return bool(hyperscan_matcher.first_match_cells(compiled.db, bounds, memoryview(data))[0][0])
         if len(data) > RE2_ABOVE:
             return _re2_search(self.plain_pattern, data)
         # One search for all keywords, in C, rather than one per keyword.
@@ -233,6 +241,7 @@ class KeywordSet:
         _compiled(self.pattern)
         if self.plain_bytes:
             _bytes_alternation(self.plain_bytes)
+            _keyword_database(self.plain)
 
 
 @lru_cache(maxsize=8)
@@ -241,6 +250,16 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=8)
+def _keyword_database(plain: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
+    """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
+    return hyperscan_matcher.database(_literals(plain))
+
+
+@lru_cache(maxsize=8)
+def _literals(plain: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_re2_literal(k) for k in plain)
+
+
 def _bytes_alternation(needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
     """One compiled search for any of ``needles`` (literal bytes)."""
     return re.compile(b"|".join(re.escape(needle) for needle in needles))

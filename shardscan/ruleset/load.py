@@ -19,7 +19,7 @@ _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
 _OPTIONAL = (
     "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords",
-    "context_keywords"
+    "context_keywords", "fallback"
 )
 _MAX_PATTERN_CHARS = 4000
 
@@ -153,6 +153,9 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         raise fail(f"a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': "
                    f"{', '.join(both)})")
     verify = _string_list(raw, "verify", fail)
+    fallback = raw.get("fallback", False)
+    if not isinstance(fallback, bool):
+        raise fail("'fallback' must be true or false")
     _check_verifiers(verify, fail)
     min_entropy = raw.get("min_entropy")
     if min_entropy is not None and (not isinstance(min_entropy, (int, float)) or not 0 <= min_entropy <= 8):
@@ -181,6 +184,7 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         negative_examples=negatives,
         token_keywords=tuple(token_start),
         context_keywords=tuple(context),
+        fallback=fallback,
     )
 
 

@@ -41,6 +41,10 @@ class Rule:
     token_keywords: tuple[str, ...] = ()
     # Keywords that name the secret rather than begin it (see ``Ruleset.context_keywords``).
     context_keywords: tuple[str, ...] = ()
+    # A fallback rule catches a family's shapes no specific rule knows (any ``sk-`` key): where a
+    # finding of a specific rule overlaps one of it, the specific rule's finding is the secret's
+    # only finding.
+    fallback: bool = False
 
     def keyword_in(self, text: str) -> bool:
         """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter)."""
@@ -122,7 +126,7 @@ class Ruleset:
             h.update(
                 repr(
                     (rule.id, rule.kind, rule.severity, rule.keywords, rule.pattern_source, rule.min_entropy,
-                     rule.stopwords, rule.verify, rule.token_keywords, rule.context_keywords)
+                     rule.stopwords, rule.verify, rule.token_keywords, rule.context_keywords, rule.fallback)
                 ).encode()
             )
         return h.hexdigest()[:12]

@@ -21,6 +21,10 @@ from shardscan.verifiers.jwt import check_jwt
 from shardscan.verifiers.openai import check_openai
 from shardscan.verifiers.placeholder import check_placeholder, dictionary, leading_placeholder
 from shardscan.verifiers.private_key import check_private_key
+from shardscan.verifiers.npm import check_npm
+from shardscan.verifiers.onepassword import check_onepassword
+from shardscan.verifiers.pypi import check_pypi
+from shardscan.verifiers.sk_key import check_sk_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,10 @@ VERIFIERS: dict[str, Verifier] = {
     "aws-secret": check_aws_secret,
     "openai-key": check_openai,
     "anthropic-key": check_anthropic,
+    "sk-key": check_sk_key,
+    "npm-checksum": check_npm,
+    "pypi-macaroon": check_pypi,
+    "onepassword-service-account": check_onepassword,
 }
 
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")

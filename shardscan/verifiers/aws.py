@@ -73,7 +73,7 @@ def _documentation_account(account: str | None) -> Verification | None:
 
 
 def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
-    """Verdict for an AWS access key ID, with its decoded account and any adjacent secret key."""
+    """Checks the base32 key-ID alphabet, decodes the account ID (documentation accounts: example) and pairs an adjacent secret key."""
     key_id = candidate.secret
     match = _KEY_ID.fullmatch(key_id)
     if match is None:

@@ -48,7 +48,7 @@ def fine_grained_checksum(head: str) -> str:
 
 
 def check_github(candidate: Candidate, context) -> Verification | None:
-    """Verdict for any GitHub token format; None for strings that are none of them."""
+    """Recomputes the checksum of any GitHub token format (CRC32 of classic tokens, SHA-256 of github_pat_, the JWT inside app installation tokens); None for other strings."""
     token = candidate.secret
     app = _APP_JWT.fullmatch(token)
     if app:

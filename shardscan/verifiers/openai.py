@@ -12,7 +12,7 @@ _NAMES = {None: "user", "proj": "project", "svcacct": "service account", "admin"
 
 
 def check_openai(candidate: Candidate, _context: object) -> Verification | None:
-    """``valid`` when the key has the marker once, centred; ``invalid`` otherwise."""
+    """Checks the T3BlbkFJ marker occurs once, between two random halves of equal length (after an optional name part)."""
     key = candidate.secret
     prefix = _PREFIX.match(key)
     if prefix is None:
@@ -23,6 +23,12 @@ def check_openai(candidate: Candidate, _context: object) -> Verification | None:
     if count != 1:
         return Verification(Verdict.INVALID, f"{name} with the T3BlbkFJ marker {count} times (real keys have it once): invented")
     left, right = body.split(MARKER)
+    if prefix.group(1) is None and len(left) > len(right) >= 16 and left[: len(left) - len(right)].endswith("-"):
+        # The 2024 service-account shape sk-<account name>-<half>T3BlbkFJ<half>: the name is not
+        # random and not part of either half (its length is not shown: the name is the owner's).
+        return Verification(
+            Verdict.VALID, f"OpenAI service account key with a name part, marker between two {len(right)}-character halves: well-formed"
+        )
     if len(left) != len(right) or len(left) < 16:
         return Verification(
             Verdict.INVALID,

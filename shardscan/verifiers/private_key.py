@@ -68,7 +68,7 @@ class _Block:
 
 
 def check_private_key(candidate: Candidate, _context: object) -> Verification | None:
-    """Verdict for a PEM private key block (see the module docstring)."""
+    """Decodes the PEM body however it is printed and loads the key (PKCS#1/#8, SEC1, DSA, OpenSSH, PGP); encrypted and truncated keys judged apart (see the module docstring)."""
     block = _parse_block(candidate.secret)
     if block is None:
         return Verification(Verdict.INVALID, "no complete BEGIN/END PRIVATE KEY block")

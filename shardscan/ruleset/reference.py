@@ -1,0 +1,161 @@
+"""Generate the rules reference (``docs/rules.md``) and the README's rule table from ``rules/``.
+
+``python -m shardscan.ruleset.reference`` rewrites both; ``--check`` exits 1 when either is out
+of date (a test runs it). Verifier descriptions are the first line of each verifier function's
+docstring, so a new rule file or verifier needs no edit here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from shardscan.ruleset.load import load_ruleset
+from shardscan.ruleset.model import Rule, Ruleset
+from shardscan.verifiers import ALWAYS_FIRST, VERIFIERS
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DOC = ROOT / "docs" / "rules.md"
+README = ROOT / "README.md"
+TABLE_START = "<!-- rules-table:start (generated: python -m shardscan.ruleset.reference) -->"
+TABLE_END = "<!-- rules-table:end -->"
+COMMAND = "python -m shardscan.ruleset.reference"
+NO_VERIFIER = "format only: placeholder, example and masking checks"
+
+
+def describe_verifier(name: str) -> str:
+    """The first line of the docstring of the verifier registered as ``name``."""
+    doc = inspect.getdoc(VERIFIERS[name]) or ""
+    first = doc.strip().splitlines()[0] if doc.strip() else "(no description)"
+    return first.rstrip(".").replace("``", "`")
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _code(items: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(f"`{_cell(item)}`" for item in items)
+
+
+def offline_check(rule: Rule) -> str:
+    """The rule's offline check in words: its verifiers' descriptions, or that it has none."""
+    if not rule.verify:
+        return NO_VERIFIER
+    return "; ".join(f"`{name}`: {_cell(describe_verifier(name))}" for name in rule.verify)
+
+
+def render_doc(ruleset: Ruleset) -> str:
+    """The whole ``docs/rules.md``: one section per rule file, one entry per rule, then the verifiers."""
+    lines = [
+        "# Rules reference",
+        "",
+        f"Generated from `rules/*.yaml` by `{COMMAND}`; do not edit by hand (a test fails when it is",
+        "out of date). `shardscan rules list` shows the same rules from the installed package.",
+        "",
+        f"{len(ruleset.rules)} rules, {len(ruleset.kinds)} kinds. Every candidate is first compared with the",
+        "documented examples and checked for placeholders (verifiers "
+        + ", ".join(f"`{n}`" for n in ALWAYS_FIRST) + ", below), then by its rule's own verifiers.",
+        "A rule marked *fallback* reports shapes no specific rule knows and yields to any specific",
+        "rule whose match overlaps its own.",
+        "",
+    ]
+    by_file: dict[str, list[Rule]] = {}
+    for rule in ruleset.rules:
+        by_file.setdefault(rule.source, []).append(rule)
+    for source, rules in by_file.items():
+        lines += [f"## {source}", "", "| id | kind | name | severity | keywords | offline check |", "|---|---|---|---|---|---|"]
+        for rule in rules:
+            name = _cell(rule.name) + (" (*fallback*)" if rule.fallback else "")
+            lines.append(
+                f"| `{rule.id}` | `{rule.kind}` | {name} | {rule.severity} | {_code(rule.keywords)} | {offline_check(rule)} |"
+            )
+        lines.append("")
+    used = list(ALWAYS_FIRST) + sorted({n for r in ruleset.rules for n in r.verify} - set(ALWAYS_FIRST))
+    lines += ["## Verifiers", "", "| verifier | checks |", "|---|---|"]
+    lines += [f"| `{name}` | {_cell(describe_verifier(name))} |" for name in used]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class KindRow:
+    """One line of the README table: a kind, what its rules cover and their offline checks."""
+
+    kind: str
+    covers: str
+    check: str
+
+
+def kind_rows(ruleset: Ruleset) -> list[KindRow]:
+    """One row per kind, in kind order."""
+    rows = []
+    for kind in ruleset.kinds:
+        rules = [r for r in ruleset.rules if r.kind == kind]
+        verifiers = list(dict.fromkeys(n for r in rules for n in r.verify))
+        check = ", ".join(f"`{n}`" for n in verifiers) if verifiers else "format only"
+        if verifiers and any(not r.verify for r in rules):
+            check += " (some rules: format only)"
+        rows.append(KindRow(kind, "; ".join(_cell(r.name) for r in rules), check))
+    return rows
+
+
+def render_table(ruleset: Ruleset) -> str:
+    """The README table between the markers (markers included)."""
+    lines = [TABLE_START, "", "| kind | covers | offline check |", "|---|---|---|"]
+    lines += [f"| `{row.kind}` | {row.covers} | {row.check} |" for row in kind_rows(ruleset)]
+    return "\n".join(lines + ["", TABLE_END])
+
+
+def splice_table(readme: str, table: str) -> str:
+    """``readme`` with the text between the markers replaced by ``table``; ValueError without markers."""
+    start, end = readme.find(TABLE_START), readme.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md has no rule table markers ({TABLE_START!r} ... {TABLE_END!r})")
+    return readme[:start] + table + readme[end + len(TABLE_END) :]
+
+
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    """The generated texts and where they go."""
+
+    doc: str
+    readme: str
+
+
+def generate(ruleset: Ruleset | None = None, readme_text: str | None = None) -> Outputs:
+    """The up-to-date ``docs/rules.md`` and README.md texts for the built-in rules."""
+    ruleset = ruleset or load_ruleset()
+    readme_text = README.read_text(encoding="utf-8") if readme_text is None else readme_text
+    return Outputs(render_doc(ruleset), splice_table(readme_text, render_table(ruleset)))
+
+
+def stale(outputs: Outputs) -> list[str]:
+    """The files whose content differs from ``outputs`` (paths relative to the checkout)."""
+    current = {DOC: outputs.doc, README: outputs.readme}
+    return [str(p.relative_to(ROOT)) for p, text in current.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+
+
+def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> int:
+    """Write the reference and the README table, or with ``--check`` report whether they are current."""
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
+    parser.add_argument("--check", action="store_true", help="exit 1 when docs/rules.md or the README table is out of date")
+    args = parser.parse_args(argv)
+    outputs = generate()
+    if args.check:
+        behind = stale(outputs)
+        for path in behind:
+            out(f"{path} is out of date: run {COMMAND}")
+        return 1 if behind else 0
+    DOC.write_text(outputs.doc, encoding="utf-8")
+    README.write_text(outputs.readme, encoding="utf-8")
+    out(f"wrote {DOC.relative_to(ROOT)} and the rule table of README.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
