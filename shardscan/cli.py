@@ -22,6 +22,8 @@ try:
     import shutil
     import sys
     import tempfile
+    import textwrap
+    from collections import Counter
     from datetime import UTC, date, datetime
     from pathlib import Path
     from typing import Annotated
@@ -214,12 +216,22 @@ def _use_color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
+def _output_width(to_terminal: bool) -> int:
+    """Columns to lay the report out in: the terminal's; for files and pipes (CI logs) $COLUMNS when
+    set, else 160 (wide lines rather than folded cells)."""
+    if to_terminal:
+        return shutil.get_terminal_size().columns
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 20)
+    except ValueError:
+        return 160
+
+
 def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -> None:
     for fmt, path in outputs:
-        color = path is None and _use_color() and fmt == "terminal"
-        # A terminal gets its own width; files and pipes (CI logs) get wide lines rather than folded cells.
-        width = shutil.get_terminal_size().columns if path is None and sys.stdout.isatty() else 160
-        options = RenderOptions(color=color, quiet=quiet, width=width)
+        to_terminal = path is None and sys.stdout.isatty()
+        color = to_terminal and _use_color() and fmt == "terminal"
+        options = RenderOptions(color=color, quiet=quiet, width=_output_width(to_terminal), wrap=to_terminal)
         if path is None:
             sys.stdout.write(render(report, fmt, options))
         else:
@@ -231,7 +243,7 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -
     allow = report.allowlist
     if allow and (allow.stale or allow.expired) and not report.policy.fail_on_stale:
         # A warning by default: say so where CI logs show it, whatever the formats were.
-        entries = ", ".join(f"{e['entry']} ({e['state']}, line {e['line']})" for e in allow.stale + allow.expired)
+        entries = ", ".join(f"entry #{e['entry']} ({e['state']}, line {e['line']})" for e in allow.stale + allow.expired)
         typer.echo(f"shardscan: warning: {allow.path}: allowlist entries that accepted nothing: {entries}; "
                    "--fail-on-stale makes them fail the gate", err=True)
 
@@ -501,7 +513,33 @@ def demo(
     policy = Policy(strict=strict, fail_on_stale=fail_on_stale)
     report = _run_scan([str(folder)], ruleset, policy, options, accepted)
     _emit(report, outputs, quiet)
+    if not quiet:
+        typer.echo(_demo_next_steps(report, folder), err=True, nl=False)
     raise typer.Exit(report.decision.exit_code)
+
+
+def _demo_next_steps(report: Report, folder: Path) -> str:
+    """What a newcomer reads after the demo's report: what it showed and the commands to try next
+    (on standard error, so that a report written to standard output stays clean)."""
+    verdicts = Counter(str(f.verdict) for f in report.findings)
+    accepted = sum(1 for f in report.findings if f.allowlist is not None)
+    summary = (
+        f"What the demo showed: {len(report.findings)} row(s) hold secret-looking values, each verified offline ("
+        + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+        + f"); {accepted} accepted by a reviewed allowlist entry that says why."
+    )
+    lines = [
+        "",
+        *textwrap.wrap(summary, 78),
+        decision_line(report),
+        "",
+        "Try next:",
+        "  # the same rows as a page to review and sign off",
+        f"  shardscan scan {folder} -f html:report.html",
+        "  # your own data (a folder, files, globs or s3:// and hf:// URLs)",
+        "  shardscan scan path/to/your/shards/",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 @app.command()
