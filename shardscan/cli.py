@@ -662,8 +662,14 @@ def rules_check(
 @allowlist_app.command("add")
 def allowlist_add(
     report: Annotated[Path, typer.Option("--from", help="A JSON report (shardscan scan --format json).")],
-    reason: Annotated[str, typer.Option("--reason", help="Why this finding is not a live credential (required).")],
     finding: Annotated[int | None, typer.Option("--finding", help="Which finding: its 1-based number in the report.")] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why this finding is not a live credential (required with --finding).")
+    ] = None,
+    confirm_live: Annotated[
+        bool,
+        typer.Option("--confirm-live", help="Accept a finding verified as a working credential (needs a reason of six words or more)."),
+    ] = False,
     reviewer: Annotated[str | None, typer.Option("--reviewer", help="Who reviewed it (default: git user.name).")] = None,
     expires: Annotated[str | None, typer.Option("--expires", help="Last day the entry applies (YYYY-MM-DD).")] = None,
     rule: Annotated[str | None, typer.Option("--rule", help="Also require this rule id or kind.")] = None,
@@ -692,13 +698,16 @@ def allowlist_add(
     except ConfigError as err:
         raise _fail(str(err)) from None
     if finding is None:
+        # Listing is the first step of the documented workflow: it succeeds.
         for f in findings:
             typer.echo(f"{f.number:4}  {f.status:11} {f.kind:12} {f.preview:14} {f.verdict:10} {f.location}")
-        raise _fail(f"choose a finding with --finding N (1 to {len(findings)})" if findings else "the report has no findings")
+        typer.echo(f"add one with: shardscan allowlist add --from {report} --finding N --reason '...'"
+                   if findings else f"{report}: the report has no findings")
+        raise typer.Exit(0)
     if not 1 <= finding <= len(findings):
         raise _fail(f"--finding {finding}: the report has {len(findings)} finding(s), numbered from 1")
-    if not reason.strip():
-        raise _fail("--reason must say why the finding is not a live credential")
+    if reason is None or not reason.strip():
+        raise _fail("--finding needs --reason: say why the finding is not a live credential")
     who = reviewer or git_user_name()
     if not who or not who.strip():
         raise _fail("no reviewer: pass --reviewer NAME (git user.name is not set)")
@@ -718,6 +727,14 @@ def allowlist_add(
             raise typer.Exit(0)
         raise _fail(f"{allowlist}:{cover.line}: entry {cover.index} accepted finding {finding} until {cover.expires}; "
                     "edit its 'expires' to renew it")
+    if chosen.verdict == "valid":
+        from shardscan.review import LIVE_REASON_WORDS
+
+        if not confirm_live:
+            raise _fail(f"finding {finding} was verified offline as a working credential: revoke or rotate it; to "
+                        "accept it anyway, add --confirm-live and a reason that says why publishing it is safe")
+        if len(reason.split()) < LIVE_REASON_WORDS:
+            raise _fail(f"--reason: a live credential needs a reason of at least {LIVE_REASON_WORDS} words")
     entry = NewEntry.for_finding(chosen, reason, who, today, until, rule, shard, column)
     try:
         written = append_entry(allowlist, entry, secret_check=check)
