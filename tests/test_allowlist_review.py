@@ -149,6 +149,8 @@ def test_add_handles_empty_new_crlf_and_unusual_indentation(tmp_path, run, repor
         (["--finding", "1"], "finding 1 was verified offline as a working credential: revoke or rotate it"),
         (["--finding", "1", "--confirm-live"], "--reason: a live credential needs a reason of at least 6 words"),
         (["--finding", "1", "--expires", "soon"], "--expires: not a date (YYYY-MM-DD): 'soon'"),
+        (["--finding", "1", "--expires", "2020-01-31", "--now", "2026-12-02"],
+         "--expires 2020-01-31 is before the review date 2026-12-02: the entry would never apply"),
     ],
 )
 def test_add_refuses_bad_requests_without_touching_the_file(tmp_path, run, report, args, message):
