@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from shardscan.errors import ConfigError
-from shardscan.model import Finding
+from shardscan.model import Finding, Verdict
 from shardscan.redaction import mask_tokens
 
 ALLOWLIST_VERSION = 1
@@ -37,9 +37,12 @@ _RULE_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 _TOP_KEYS = ("version", "entries")
 _REQUIRED = ("fingerprint", "reason", "reviewer", "reviewed")
-_OPTIONAL = ("rule", "shard", "column", "expires", "row")
+_VERDICTS = tuple(str(v) for v in Verdict)
+# ``verdict`` records what verification said when the entry was reviewed (``review`` and
+# ``allowlist add`` write it): a reader of the file sees that a ``valid`` credential was accepted.
+_OPTIONAL = ("rule", "shard", "column", "expires", "verdict", "row")
 # Order in which ``allowlist add`` writes an entry's keys (and documentation lists them).
-KEY_ORDER = ("fingerprint", "rule", "shard", "column", "reason", "reviewer", "reviewed", "expires", "row")
+KEY_ORDER = ("fingerprint", "rule", "shard", "column", "reason", "reviewer", "reviewed", "expires", "verdict", "row")
 _MAX_FILE_BYTES = 16 * 1024 * 1024
 _MAX_TEXT = 2000
 
@@ -81,6 +84,7 @@ class AllowlistEntry:
     column: str | None = None
     expires: date | None = None
     row: int | str | None = None
+    verdict: str | None = None
     _shard_re: re.Pattern | None = field(default=None, repr=False, compare=False)
     _column_re: re.Pattern | None = field(default=None, repr=False, compare=False)
 
@@ -371,6 +375,9 @@ def _entry(
     if rule is not None and not _RULE_RE.fullmatch(rule):
         problem(fields["rule"], "'rule' must be a rule id or kind (kebab-case)")
     shard, column = text("shard"), text("column")
+    verdict = text("verdict")
+    if verdict is not None and verdict not in _VERDICTS:
+        problem(fields["verdict"], f"'verdict' must be one of {', '.join(_VERDICTS)}")
     row: int | str | None = None
     if "row" in fields:
         row_node = fields["row"]
@@ -401,6 +408,7 @@ def _entry(
         column=column,
         expires=expires,
         row=row,
+        verdict=verdict,
         _shard_re=compile_glob(shard) if shard else None,
         _column_re=compile_glob(column) if column else None,
     )

@@ -101,6 +101,7 @@ def _scan_with_cache(
     """Replay unchanged shards from the cache, scan the rest (with ``run``), store their complete results."""
     replayed, todo = partition(cache, shards)
     for result in replayed:
+        executor.log_shard(result, cached=True)
         if on_shard:
             on_shard(result)
     fresh = (run or scan_shards)([shard for shard, _ in todo], scanner, on_shard)

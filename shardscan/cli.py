@@ -22,6 +22,8 @@ try:
     import shutil
     import sys
     import tempfile
+    import textwrap
+    from collections import Counter
     from datetime import UTC, date, datetime
     from pathlib import Path
     from typing import Annotated
@@ -50,19 +52,40 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Scan Parquet dataset shards for credentials before you publish them.",
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"shardscan {__version__}")
+        raise typer.Exit(0)
 
 
 @app.callback()
 def _global_options(
     verbose: Annotated[
-        int, typer.Option("--verbose", "-v", count=True, help="Log progress to stderr (-v per shard, -vv per finding).")
+        int,
+        typer.Option(
+            "--verbose", "-v", count=True, show_default=False,
+            help="Log progress to stderr: -v each shard, -vv each finding too (repeat the flag; it takes no value).",
+        ),
     ] = 0,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the shardscan version and exit."),
+    ] = False,
 ) -> None:
     """Scan Parquet dataset shards for credentials before you publish them."""
     import logging
 
-    if verbose:
+    if not verbose:
+        # Problems are in the report; without -v, Python's last-resort handler would print each
+        # unreadable shard a second time on stderr.
+        library = logging.getLogger("shardscan")
+        if not any(isinstance(h, logging.NullHandler) for h in library.handlers):
+            library.addHandler(logging.NullHandler())
+    else:
         logging.basicConfig(
             level=logging.DEBUG if verbose > 1 else logging.INFO,
             format="shardscan: %(levelname)s: %(message)s",
@@ -122,7 +145,7 @@ NoAllowlistOpt = Annotated[bool, typer.Option("--no-allowlist", help="Ignore any
 FailOnStaleOpt = Annotated[
     bool, typer.Option("--fail-on-stale", help="Stale or expired allowlist entries fail the gate (exit 1).")
 ]
-EngineOpt = Annotated[str, typer.Option("--engine", help="Where work items run: local (this process) or ray (Ray tasks; needs the shardscan\\[ray] extra).")]
+EngineOpt = Annotated[str, typer.Option("--engine", help="Where work items run: local (this process) or ray (Ray tasks; needs the shardscan[ray] extra).")]
 RayAddressOpt = Annotated[
     str | None,
     typer.Option("--ray-address", help="Ray cluster to use with --engine ray (auto, ray://HOST:10001, HOST:6379); default: a local Ray."),
@@ -214,12 +237,22 @@ def _use_color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
+def _output_width(to_terminal: bool) -> int:
+    """Columns to lay the report out in: the terminal's; for files and pipes (CI logs) $COLUMNS when
+    set, else 160 (wide lines rather than folded cells)."""
+    if to_terminal:
+        return shutil.get_terminal_size().columns
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 20)
+    except ValueError:
+        return 160
+
+
 def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -> None:
     for fmt, path in outputs:
-        color = path is None and _use_color() and fmt == "terminal"
-        # A terminal gets its own width; files and pipes (CI logs) get wide lines rather than folded cells.
-        width = shutil.get_terminal_size().columns if path is None and sys.stdout.isatty() else 160
-        options = RenderOptions(color=color, quiet=quiet, width=width)
+        to_terminal = path is None and sys.stdout.isatty()
+        color = to_terminal and _use_color() and fmt == "terminal"
+        options = RenderOptions(color=color, quiet=quiet, width=_output_width(to_terminal), wrap=to_terminal)
         if path is None:
             sys.stdout.write(render(report, fmt, options))
         else:
@@ -231,7 +264,7 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -
     allow = report.allowlist
     if allow and (allow.stale or allow.expired) and not report.policy.fail_on_stale:
         # A warning by default: say so where CI logs show it, whatever the formats were.
-        entries = ", ".join(f"{e['entry']} ({e['state']}, line {e['line']})" for e in allow.stale + allow.expired)
+        entries = ", ".join(f"entry #{e['entry']} ({e['state']}, line {e['line']})" for e in allow.stale + allow.expired)
         typer.echo(f"shardscan: warning: {allow.path}: allowlist entries that accepted nothing: {entries}; "
                    "--fail-on-stale makes them fail the gate", err=True)
 
@@ -365,8 +398,12 @@ def scan(
         )
         no_cache = True  # the cache holds only what reports hold; revealed values never go there
     ruleset = _load_rules(rules, disable)
-    if max_decode_depth < 0 or max_decode_bytes < 0 or regex_timeout <= 0:
-        raise _fail("--max-decode-depth and --max-decode-bytes must be >= 0 and --regex-timeout > 0")
+    if max_decode_depth < 0:
+        raise _fail(f"--max-decode-depth must be 0 (no decoding) or more, not {max_decode_depth}")
+    if max_decode_bytes < 0:
+        raise _fail(f"--max-decode-bytes must be 0 or more, not {max_decode_bytes}")
+    if regex_timeout <= 0:
+        raise _fail(f"--regex-timeout must be a number of seconds above 0, not {regex_timeout:g}")
     jobs = _jobs(jobs)
     options = ScanOptions(
         now=_parse_now(now),
@@ -399,18 +436,23 @@ def hook(
     disable: DisableOpt = [],  # noqa: B006
     strict: StrictOpt = False,
     now: NowOpt = None,
-    allowlist: AllowlistOpt = None,
+    allowlist: Annotated[
+        Path | None,
+        typer.Option("--allowlist", help="Reviewed allowlist file (default: allowlist.yaml at the repository root, if any)."),
+    ] = None,
     no_allowlist: NoAllowlistOpt = False,
     no_cache: NoCacheOpt = False,
-    cache_dir: CacheDirOpt = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", help="Result cache folder (default: $SHARDSCAN_CACHE_DIR, else .shardscan-cache/ at the repository root)."),
+    ] = None,
     memory_budget: MemoryOpt = DEFAULT_MEMORY,
 ) -> None:
     """Pre-commit hook: scan the given files, print a compact report, fail on findings or unreadable files.
 
     The files are read from the working tree (pre-commit stashes unstaged changes first); a Git LFS
-    pointer is unreadable (its content is not present), never clean. ``allowlist.yaml`` at the
-    repository root is honoured. The result cache lives in ``.shardscan-cache/`` at the repository
-    root unless --cache-dir or $SHARDSCAN_CACHE_DIR says otherwise.
+    pointer is unreadable (its content is not present), never clean. The allowlist and the
+    result cache are the repository's (see --allowlist and --cache-dir).
     """
     from shardscan.allowlist import DEFAULT_ALLOWLIST
     from shardscan.api import scan as api_scan
@@ -486,7 +528,7 @@ def demo(
     """Write a small agent-trace dataset with the documented secret-looking rows, then scan it.
 
     The scan is reconciled against the reviewed allowlist shipped with shardscan (the four
-    documented rows), unless ``--allowlist`` or ``--no-allowlist`` says otherwise.
+    documented rows), unless --allowlist or --no-allowlist says otherwise.
     """
     from shardscan.allowlist import shipped_allowlist
     from shardscan.demo import write_demo_dataset
@@ -501,7 +543,33 @@ def demo(
     policy = Policy(strict=strict, fail_on_stale=fail_on_stale)
     report = _run_scan([str(folder)], ruleset, policy, options, accepted)
     _emit(report, outputs, quiet)
+    if not quiet:
+        typer.echo(_demo_next_steps(report, folder), err=True, nl=False)
     raise typer.Exit(report.decision.exit_code)
+
+
+def _demo_next_steps(report: Report, folder: Path) -> str:
+    """What a newcomer reads after the demo's report: what it showed and the commands to try next
+    (on standard error, so that a report written to standard output stays clean)."""
+    verdicts = Counter(str(f.verdict) for f in report.findings)
+    accepted = sum(1 for f in report.findings if f.allowlist is not None)
+    summary = (
+        f"What the demo showed: {len(report.findings)} row(s) hold secret-looking values, each verified offline ("
+        + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+        + f"); {accepted} accepted by a reviewed allowlist entry that says why."
+    )
+    lines = [
+        "",
+        *textwrap.wrap(summary, 78),
+        decision_line(report),
+        "",
+        "Try next:",
+        "  # the same rows as a page to review and sign off",
+        f"  shardscan scan {folder} -f html:report.html",
+        "  # your own data (a folder, files, globs or s3:// and hf:// URLs)",
+        "  shardscan scan path/to/your/shards/",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 @app.command()
@@ -624,8 +692,14 @@ def rules_check(
 @allowlist_app.command("add")
 def allowlist_add(
     report: Annotated[Path, typer.Option("--from", help="A JSON report (shardscan scan --format json).")],
-    reason: Annotated[str, typer.Option("--reason", help="Why this finding is not a live credential (required).")],
     finding: Annotated[int | None, typer.Option("--finding", help="Which finding: its 1-based number in the report.")] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why this finding is not a live credential (required with --finding).")
+    ] = None,
+    confirm_live: Annotated[
+        bool,
+        typer.Option("--confirm-live", help="Accept a finding verified as a working credential (needs a reason of six words or more)."),
+    ] = False,
     reviewer: Annotated[str | None, typer.Option("--reviewer", help="Who reviewed it (default: git user.name).")] = None,
     expires: Annotated[str | None, typer.Option("--expires", help="Last day the entry applies (YYYY-MM-DD).")] = None,
     rule: Annotated[str | None, typer.Option("--rule", help="Also require this rule id or kind.")] = None,
@@ -654,18 +728,21 @@ def allowlist_add(
     except ConfigError as err:
         raise _fail(str(err)) from None
     if finding is None:
+        # Listing is the first step of the documented workflow: it succeeds.
         for f in findings:
             typer.echo(f"{f.number:4}  {f.status:11} {f.kind:12} {f.preview:14} {f.verdict:10} {f.location}")
-        raise _fail(f"choose a finding with --finding N (1 to {len(findings)})" if findings else "the report has no findings")
+        typer.echo(f"add one with: shardscan allowlist add --from {report} --finding N --reason '...'"
+                   if findings else f"{report}: the report has no findings")
+        raise typer.Exit(0)
     if not 1 <= finding <= len(findings):
         raise _fail(f"--finding {finding}: the report has {len(findings)} finding(s), numbered from 1")
-    if not reason.strip():
-        raise _fail("--reason must say why the finding is not a live credential")
+    if reason is None or not reason.strip():
+        raise _fail("--finding needs --reason: say why the finding is not a live credential")
     who = reviewer or git_user_name()
     if not who or not who.strip():
         raise _fail("no reviewer: pass --reviewer NAME (git user.name is not set)")
     today = _parse_now(now).date()
-    until = _parse_date(expires, "--expires")
+    until = _parse_date(expires, "--expires", not_before=today)
     chosen = findings[finding - 1]
     ruleset = _load_rules([], [])
     check = _secret_check(ruleset)
@@ -680,6 +757,14 @@ def allowlist_add(
             raise typer.Exit(0)
         raise _fail(f"{allowlist}:{cover.line}: entry {cover.index} accepted finding {finding} until {cover.expires}; "
                     "edit its 'expires' to renew it")
+    if chosen.verdict == "valid":
+        from shardscan.review import LIVE_REASON_WORDS
+
+        if not confirm_live:
+            raise _fail(f"finding {finding} was verified offline as a working credential: revoke or rotate it; to "
+                        "accept it anyway, add --confirm-live and a reason that says why publishing it is safe")
+        if len(reason.split()) < LIVE_REASON_WORDS:
+            raise _fail(f"--reason: a live credential needs a reason of at least {LIVE_REASON_WORDS} words")
     entry = NewEntry.for_finding(chosen, reason, who, today, until, rule, shard, column)
     try:
         written = append_entry(allowlist, entry, secret_check=check)
@@ -691,13 +776,20 @@ def allowlist_add(
 
 @allowlist_app.command("check")
 def allowlist_check(
-    path: Annotated[Path, typer.Argument(help="The allowlist file.")] = Path("allowlist.yaml"),
+    path: Annotated[
+        Path | None, typer.Argument(help="The allowlist file (the same as --allowlist; default: allowlist.yaml).")
+    ] = None,
+    allowlist: Annotated[Path | None, typer.Option("--allowlist", help="The allowlist file, as for the other commands.")] = None,
     rules: RulesOpt = [],  # noqa: B006
     disable: DisableOpt = [],  # noqa: B006
     now: NowOpt = None,
 ) -> None:
     """Validate an allowlist; exit 2 if invalid, 1 if entries can never match (expired, unknown rule, redundant)."""
     from shardscan.allowlist import never_matching
+
+    if path is not None and allowlist is not None and path != allowlist:
+        raise _fail("give the allowlist once: as PATH or as --allowlist")
+    path = path or allowlist or Path("allowlist.yaml")
 
     ruleset = _load_rules(rules, disable)
     accepted = _load_allowlist(path, False, ruleset)
@@ -731,7 +823,8 @@ def review(
         findings = load_report_findings(report)
     except ConfigError as err:
         raise _fail(str(err)) from None
-    until = _parse_date(expires, "--expires")
+    today = _parse_now(now).date()
+    until = _parse_date(expires, "--expires", not_before=today)
     ruleset = _load_rules([], [])
     check = _secret_check(ruleset)
     who = reviewer or git_user_name()
@@ -742,7 +835,7 @@ def review(
             raise _fail("a reviewer name is required (--reviewer NAME)")
     try:
         outcome = run_review(
-            findings, allowlist, reviewer=who, today=_parse_now(now).date(), expires=until,
+            findings, allowlist, reviewer=who, today=today, expires=until,
             stdin=sys.stdin, stdout=sys.stdout, secret_check=check,
         )
     except ConfigError as err:
@@ -751,19 +844,86 @@ def review(
                f"accepted, {outcome.remaining} not reviewed")
 
 
-def _parse_date(value: str | None, option: str) -> date | None:
+def _parse_date(value: str | None, option: str, not_before: date | None = None) -> date | None:
     if value is None:
         return None
     try:
-        return date.fromisoformat(value)
+        parsed = date.fromisoformat(value)
     except ValueError:
         raise _fail(f"{option}: not a date (YYYY-MM-DD): {value!r}") from None
+    if not_before is not None and parsed < not_before:
+        raise _fail(f"{option} {parsed} is before the review date {not_before}: the entry would never apply")
+    return parsed
 
 
 @app.command()
 def version() -> None:
     """Print the shardscan version."""
     typer.echo(f"shardscan {__version__}")
+
+
+# Metavars by option name, so that every command's help reads the same (``--now DATE`` wherever it
+# appears); an option not listed gets one from its type. Typer would print ``<str>`` and ``<path>``.
+METAVARS: dict[str, str] = {
+    "--format": "FORMAT[:PATH]", "--output": "PATH", "--rules": "PATH", "--disable": "RULE|KIND",
+    "--now": "DATE", "--regex-timeout": "SECONDS", "--max-decode-depth": "N", "--max-decode-bytes": "N",
+    "--allowlist": "PATH", "--cache-dir": "DIR", "--jobs": "N", "--engine": "local|ray", "--ray-address": "ADDRESS",
+    "--report-dir": "DIR", "--out": "DIR", "--from": "REPORT", "--verdicts": "VERDICT[,VERDICT...]",
+    "--replacement": "TEMPLATE", "--finding": "N", "--reason": "TEXT", "--reviewer": "NAME", "--expires": "DATE",
+    "--rule": "RULE|KIND", "--shard": "GLOB", "--column": "GLOB", "--exclude": "GLOB",
+}
+_TYPE_METAVARS: dict[str, str] = {"integer": "N", "float": "NUMBER", "path": "PATH", "text": "TEXT"}
+
+
+def command():
+    """The click command behind ``app``, with one metavar style across commands (see METAVARS)."""
+    root = typer.main.get_command(app)
+
+    def fix(cmd) -> None:
+        for param in cmd.params:
+            # Duck-typed: typer vendors click in some versions, so the classes are not click's.
+            if param.param_type_name == "argument":
+                # ``PATHS...`` in the usage line and the help, as click writes it; typer would
+                # print ``{paths}...`` and ``paths...``.
+                metavar = param.name.upper() + ("..." if param.nargs != 1 else "")
+                metavar = metavar if param.required else f"[{metavar}]"
+                param.make_metavar = lambda *_args, _metavar=metavar, **_kwargs: _metavar
+            elif param.param_type_name == "option" and not param.is_flag and not param.count:
+                long = next((o for o in param.opts if o.startswith("--")), "")
+                if long in METAVARS:
+                    param.metavar = METAVARS[long]
+                elif not param.metavar or param.metavar.startswith("<"):
+                    param.metavar = _TYPE_METAVARS.get(param.type.name, param.type.name.upper())
+        for sub in getattr(cmd, "commands", {}).values():
+            fix(sub)
+
+    fix(root)
+    return root
+
+
+# click's exception classes, found through typer (which vendors click in some versions).
+_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _run_command() -> int | str | None:
+    """Run the command line; usage errors are shown as click shows them, with stricter suggestions."""
+    import difflib
+
+    root = command()
+    try:
+        outcome = root.main(prog_name="shardscan", standalone_mode=False)
+    except _USAGE_ERROR as err:
+        if type(err).__name__ == "NoSuchOption":
+            # difflib's default cutoff suggests --jobs for --bogus; suggest only near-misses (typos).
+            name = err.option_name  # type: ignore[attr-defined]
+            err.possibilities = [p for p in err.possibilities or []  # type: ignore[attr-defined]
+                                 if difflib.SequenceMatcher(None, name, p).ratio() >= 0.8] or None
+        err.show()
+        return err.exit_code
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        return 1
+    return outcome if isinstance(outcome, int) else 0
 
 
 def main() -> None:
@@ -775,11 +935,9 @@ def main() -> None:
     so the normal exit runs.
     """
     try:
-        app()  # typer ends with sys.exit(code)
+        code = _run_command()
     except SystemExit as done:
         code = done.code
-    else:
-        code = 0
     if "ray" in sys.modules:
         raise SystemExit(code)
     _exit_now(code)

@@ -46,7 +46,7 @@ def describe_exception(exc: BaseException) -> str:
     # Long messages may echo data; keep a short, token-free prefix.
     text = text[:160]
     if _TOKEN_LIKE.search(text):
-        text = "(message withheld: it may quote scanned data)"
+        text = "the data could not be decoded (the library's own message is withheld: it may quote the scanned data)"
     return f"{name}: {text}" if text else name
 
 

@@ -410,17 +410,19 @@ def _collect(
         shard_results = [next(results) for _ in plan.items]
         result = assemble(plan, shard_results)
         out.append(result)
-        _log_shard(result)
+        log_shard(result)
         if on_shard:
             on_shard(result)
     return out
 
 
-def _log_shard(result: ShardResult) -> None:
-    # Locations, counts and reasons only: log lines end up in CI logs.
+def log_shard(result: ShardResult, cached: bool = False) -> None:
+    """Log a shard's counts (-v), findings (-vv) and problems, whether it was scanned or replayed
+    from the result cache. Locations, counts and reasons only: log lines end up in CI logs."""
     s = result.stats
-    log.info("%s: %d row group(s), %d rows, %d cells, %d candidate cells, %d finding(s)",
-             result.shard, s.row_groups, s.rows, s.cells, s.candidate_cells, len(result.findings))
+    log.info("%s: %d row group(s), %d rows, %d cells, %d candidate cells, %d finding(s)%s",
+             result.shard, s.row_groups, s.rows, s.cells, s.candidate_cells, len(result.findings),
+             " (from cache)" if cached else "")
     for finding in result.findings:
         loc = finding.location
         log.debug("%s row %d %s: %s %s (%s)", loc.shard, loc.row, loc.column, finding.rule_id, finding.preview,

@@ -124,22 +124,24 @@ class NewEntry:
     column: str | None = None
     expires: date | None = None
     row: int | str | None = None
+    verdict: str | None = None
 
     @classmethod
     def for_finding(
         cls, finding: ReportFinding, reason: str, reviewer: str, reviewed: date, expires: date | None = None,
         rule: str | None = None, shard: str | None = None, column: str | None = None,
     ) -> NewEntry:
-        """An entry accepting ``finding`` by fingerprint; where it was seen is recorded in ``row``."""
+        """An entry accepting ``finding`` by fingerprint; where it was seen is recorded in ``row`` and
+        what verification said then in ``verdict``."""
         return cls(finding.fingerprint, reason.strip(), reviewer.strip(), reviewed, rule, shard, column, expires,
-                   finding.location)
+                   finding.location, finding.verdict or None)
 
     def fields(self) -> dict[str, Any]:
         """The non-empty fields in the order entries are written."""
         values = {
             "fingerprint": self.fingerprint, "rule": self.rule, "shard": self.shard, "column": self.column,
             "reason": self.reason, "reviewer": self.reviewer, "reviewed": self.reviewed, "expires": self.expires,
-            "row": self.row,
+            "verdict": self.verdict, "row": self.row,
         }
         return {k: values[k] for k in KEY_ORDER if values[k] is not None}
 
@@ -398,7 +400,14 @@ def run_review(
                     stdout.write("  cannot accept: an expired entry already names this finding; renew it instead\n")
                     skipped += 1
                     break
-                reason = _ask_reason(ask, stdout)
+                if finding.verdict == "valid":
+                    confirmed = _confirm_live(ask, stdout)
+                    if confirmed is None:  # end of input: quit, as everywhere else
+                        return ReviewOutcome(tuple(accepted), skipped, already, len(pending) - position + 1, True)
+                    if not confirmed:
+                        skipped += 1
+                        break
+                reason = _ask_reason(ask, stdout, LIVE_REASON_WORDS if finding.verdict == "valid" else 1)
                 if reason is None:
                     return ReviewOutcome(tuple(accepted), skipped, already, len(pending) - position + 1, True)
                 entry = NewEntry.for_finding(finding, reason, reviewer, today, expires)
@@ -422,13 +431,39 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-def _ask_reason(ask, stdout: TextIO) -> str | None:
+# A verified-live credential is accepted only with a reason a later reader can check: a word or
+# two ("fine", "test key") does not say why publishing a working secret is acceptable.
+LIVE_REASON_WORDS = 6
+LIVE_CONFIRMATION = "publish live"
+
+
+def _confirm_live(ask, stdout: TextIO) -> bool | None:
+    """Whether the reviewer, warned, confirms accepting a credential verified offline as working
+    (None at the end of input)."""
+    stdout.write(
+        "  WARNING: this credential was verified offline as working (its checksum, structure or key\n"
+        "  material is valid). Accepting it publishes a live secret: revoke or rotate it first.\n"
+    )
+    answer = ask(f"  type '{LIVE_CONFIRMATION}' to accept it anyway (anything else skips it): ")
+    if answer is None:
+        return None
+    if answer.strip().lower() == LIVE_CONFIRMATION:
+        return True
+    stdout.write("  not accepted\n")
+    return False
+
+
+def _ask_reason(ask, stdout: TextIO, min_words: int = 1) -> str | None:
     while True:
         reason = ask("reason (required): ")
         if reason is None:
             return None
         if not reason:
             stdout.write("  a reason is required: say why this is not a live credential\n")
+            continue
+        if len(reason.split()) < min_words:
+            stdout.write(f"  a live credential needs a reason of at least {min_words} words: say why publishing "
+                         "it is safe (revoked when, scoped to what)\n")
             continue
         if looks_like_credential(reason):
             stdout.write("  that reason looks like it contains a credential; describe it without the secret\n")

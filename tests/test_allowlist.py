@@ -185,7 +185,7 @@ def test_fail_on_stale_changes_the_exit_code_and_default_file_is_found(tmp_path,
 
     code, stderr = cli(*base)  # allowlist.yaml in the current folder is used
     assert code == 0, stderr
-    assert stderr == ("shardscan: warning: allowlist.yaml: allowlist entries that accepted nothing: 2 (stale, line 7); "
+    assert stderr == ("shardscan: warning: allowlist.yaml: allowlist entries that accepted nothing: entry #2 (stale, line 7); "
                       "--fail-on-stale makes them fail the gate\n")
     report = json.loads(out.read_text())
     assert [f["status"] for f in report["findings"]] == ["allowlisted"]

@@ -319,8 +319,8 @@ def test_terminal_sections_and_why():
     assert "  [unreadable] train-00002-of-00004.parquet: not a Parquet file (bad magic bytes)" in text
     assert "stale (matched nothing): entry 2 (line 17), rule=github-pat" in text
     assert "expired: entry 3 (line 24), rule=jwt" in text
-    assert ("accepted: train-00000-of-00004.parquet row 4 verifier_output (jwt, jwt_…(44)) by entry 1, reviewed by "
-            "dana on 2026-11-30") in text
+    assert ("train-00000-of-00004.parquet:4  verifier_output\n    jwt  expired  allowlisted  jwt_…(44)\n"
+            "    expired because of check 4\n    allowlisted by entry #1, reviewed by dana on 2026-11-30: ") in text
     assert text.splitlines()[-5:] == [
         "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet",
         "  why: blocking verdicts: valid, unverified, encrypted; allowlisted findings never block",
@@ -405,19 +405,19 @@ def test_card_under_strict_policy_says_failed():
     assert "6 blocking finding(s) must be removed before publication." in text
 
 
-def test_terminal_lists_many_findings_one_per_line():
+def test_terminal_lists_many_findings_as_blocks():
     from dataclasses import replace
 
     from shardscan.reporters.terminal import MAX_TABLE_FINDINGS
 
     report = sample_report()
     copies = MAX_TABLE_FINDINGS // len(report.findings) + 1
-    findings = tuple(replace(f, location=replace(f.location, row=f.location.row + 10 * i))
+    findings = tuple(replace(f, location=replace(f.location, row=f.location.row + 10 * i, column="c"))
                      for i in range(copies) for f in report.findings)
-    text = render(replace(report, findings=findings), "terminal")
-    assert "github: %d finding(s)  [rule | shard | row | column" % copies in text
-    assert "  github-pat | train-00000-of-00004.parquet | 10 | conversations[1].content | tool | valid | new BLOCKING | " \
-           "git_…(41) | valid because of check 1\n" in text
+    text = render(replace(report, findings=findings), "terminal", RenderOptions(width=400))
+    assert "github: %d finding(s)\n" % copies in text
+    assert "train-00000-of-00004.parquet:10  c  (tool)\n    github-pat  valid  BLOCKING  git_…(41)\n" \
+           "    valid because of check 1\n" in text
     assert numbers("terminal", text)["findings"] == len(findings)
 
 

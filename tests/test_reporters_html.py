@@ -136,3 +136,88 @@ def test_html_error_marker_catches_script_errors(sample_html, tmp_path):
     dom_text, console = load(broken, tmp_path)
     assert any("undefinedFunction" in line for line in console)
     assert Dom(dom_text).by_id["js-errors"]["data-count"] == "1"
+
+
+# ---- how it looks: a screenshot in headless Chromium ------------------------------------------------
+
+
+def screenshot(html: Path, tmp_path: Path, height: int = 900):
+    """The first ``height`` pixels of the page at 1280 columns, as an RGB image."""
+    from PIL import Image
+
+    png = tmp_path / f"shot-{len(list(tmp_path.iterdir()))}.png"
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile-shot'}", f"--window-size=1280,{height}", f"--screenshot={png}",
+         html.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0 and png.exists(), proc.stderr[-2000:]
+    return Image.open(png).convert("RGB")
+
+
+def _rgb(hex_color: str) -> tuple[int, int, int]:
+    return tuple(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+
+
+def _rows_with(image, color: str, tolerance: int = 4) -> list[int]:
+    """The pixel rows holding at least 200 pixels of ``color``: where a banner or box of it is drawn."""
+    want = _rgb(color)
+    width, height = image.size
+    pixels = image.load()
+    rows = []
+    for y in range(0, height, 2):
+        hits = sum(1 for x in range(0, width, 4) if all(abs(a - b) <= tolerance for a, b in zip(pixels[x, y], want)))
+        if hits * 4 >= 200:
+            rows.append(y)
+    return rows
+
+
+def _report_html(tmp_path: Path, name: str, report) -> Path:
+    path = tmp_path / name
+    path.write_text(render(report, "html"), encoding="utf-8")
+    return path
+
+
+def test_screenshot_shows_the_gate_state_on_top_in_its_own_colour(tmp_path):
+    """PASS, FAIL and INCOMPLETE banners each show in their colour at the top of the page, and an
+    incomplete scan's problems are above the fold, before the findings."""
+    from dataclasses import replace
+
+    from shardscan.reporters.html import FAIL_COLOR, INCOMPLETE_COLOR, PASS_COLOR
+
+    incomplete = sample_report()
+    failed = replace(incomplete, issues=())
+    passed = replace(incomplete, findings=tuple(f for f in incomplete.findings if not f.blocking), issues=())
+    for name, report, color in (("pass", passed, PASS_COLOR), ("fail", failed, FAIL_COLOR),
+                                ("incomplete", incomplete, INCOMPLETE_COLOR)):
+        image = screenshot(_report_html(tmp_path, f"{name}.html", report), tmp_path)
+        rows = _rows_with(image, color)
+        assert rows and min(rows) < 150, name  # the banner opens the page
+        others = {PASS_COLOR, FAIL_COLOR, INCOMPLETE_COLOR} - {color}
+        assert all(not _rows_with(image.crop((0, 0, 1280, 300)), other) for other in others), name
+    # The problems box (pale amber) sits under the banner, above the fold.
+    shot = screenshot(_report_html(tmp_path, "problems.html", incomplete), tmp_path)
+    assert any(150 < y < 600 for y in _rows_with(shot, "#fffbeb", tolerance=2))
+
+
+def test_blocking_and_harmless_verdicts_differ_in_more_than_hue():
+    """Blocking verdicts are solid pills and bars; the others are outlined and pale, and none of them
+    uses the PASS banner's green (an expired token once looked like a pass)."""
+    from shardscan.reporters.html import PASS_COLOR, VERDICT_COLOR
+
+    text = render(sample_report(), "html")
+    for verdict in ("valid", "unverified", "encrypted"):
+        assert f'<span class="pill solid" style="background:{VERDICT_COLOR[verdict]}' in text
+    for verdict in ("expired", "invalid", "example", "redacted"):
+        assert f'<span class="pill outline" style="color:{VERDICT_COLOR[verdict]}' in text
+        assert re.search(f'data-verdict="{verdict}" data-count="1" x="90" y="\\d+" width="\\d+" height="18" rx="3" '
+                         f'fill="{VERDICT_COLOR[verdict]}" fill-opacity="0.22"', text), verdict
+    pass_rgb = _rgb(PASS_COLOR)
+    for verdict, color in VERDICT_COLOR.items():
+        r, g, b = _rgb(color)
+        assert not (g > r + 20 and g > b), f"{verdict} is green like the PASS banner"
+        assert sum(abs(a - c) for a, c in zip((r, g, b), pass_rgb)) > 100, verdict
+    # Severity is a column of its own, sortable like the others.
+    assert '<th data-key="severity">severity</th>' in text
+    assert '<span class="sev sev-critical">critical</span>' in text

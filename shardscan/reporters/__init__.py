@@ -17,6 +17,9 @@ class RenderOptions:
     color: bool = False
     width: int = 120
     quiet: bool = False
+    # Fold long text lines at ``width`` between words (a terminal). Off for files and pipes, where a
+    # line a finding or an error greps better; tables and finding blocks fit ``width`` either way.
+    wrap: bool = False
 
 
 Renderer = Callable[[Report, RenderOptions], str]

@@ -24,19 +24,48 @@ from shardscan.reporters._common import (
 )
 from shardscan.sizes import format_size
 
+# Verdict colours. Verdicts that block under the default policy are warm and drawn solid; the
+# others are cool or neutral and drawn as outlines (pills) or hatched (bars), so that the two
+# groups differ in shape and lightness as well as hue (colour-blind readers, greyscale prints).
+# None of them is the green of the PASS banner.
 VERDICT_COLOR = {
     "valid": "#b91c1c",
-    "unverified": "#ea580c",
-    "encrypted": "#ca8a04",
-    "expired": "#15803d",
-    "invalid": "#0f766e",
-    "example": "#2563eb",
-    "redacted": "#7c3aed",
-    "test-mode": "#a16207",
-    "local-only": "#a16207",
+    "unverified": "#c2410c",
+    "encrypted": "#a16207",
+    "expired": "#475569",
+    "invalid": "#64748b",
+    "example": "#1d4ed8",
+    "redacted": "#6d28d9",
+    "test-mode": "#0e7490",
+    "local-only": "#0e7490",
 }
+PASS_COLOR = "#166534"
+FAIL_COLOR = "#991b1b"
+INCOMPLETE_COLOR = "#92400e"
 ERROR_COLOR = "#6b7280"
 MAX_CHART_SHARDS = 40
+
+
+def _blocking_verdicts(report: Report) -> frozenset[str]:
+    """The verdicts that block under the report's policy (every verdict under --strict)."""
+    policy = report.policy
+    return frozenset(VERDICTS) if policy.strict else frozenset(str(v) for v in policy.blocking_verdicts)
+
+
+def _pill(verdict: str, blocking: frozenset[str]) -> str:
+    color = VERDICT_COLOR.get(verdict, "#999")
+    if verdict in blocking:
+        return f'<span class="pill solid" style="background:{color};border-color:{color}">{e(verdict)}</span>'
+    return f'<span class="pill outline" style="color:{color};border-color:{color}">{e(verdict)}</span>'
+
+
+def _fill(verdict: str, blocking: frozenset[str]) -> str:
+    """SVG paint for a bar: solid for a verdict that blocks, a pale fill inside the verdict's
+    outline for one that does not (no pattern: a url() reference is kept out of the report)."""
+    color = VERDICT_COLOR.get(verdict, "#999")
+    if verdict in blocking:
+        return f'fill="{color}" stroke="{color}"'
+    return f'fill="{color}" fill-opacity="0.22" stroke="{color}" stroke-width="2"'
 
 
 def e(value: object) -> str:
@@ -44,8 +73,8 @@ def e(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-_CSS = """
-:root{--fg:#111827;--muted:#6b7280;--line:#e5e7eb;--bg:#f9fafb;--pass:#15803d;--fail:#b91c1c}
+_CSS_TEMPLATE = """
+:root{--fg:#111827;--muted:#6b7280;--line:#e5e7eb;--bg:#f9fafb;--pass:PASS_COLOR;--fail:FAIL_COLOR;--incomplete:INCOMPLETE_COLOR}
 *{box-sizing:border-box}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);margin:0;background:#fff}
 main{max-width:1280px;margin:0 auto;padding:20px 24px 48px}
@@ -53,6 +82,10 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
 .meta{color:var(--muted);font-size:13px}
 .gate{border-radius:10px;padding:16px 20px;margin:16px 0;color:#fff}
 .gate.pass{background:var(--pass)}.gate.fail{background:var(--fail)}
+.gate.incomplete{background:var(--incomplete);background-image:repeating-linear-gradient(135deg,transparent 0 14px,rgba(255,255,255,.08) 14px 28px)}
+.gate .mark{font-size:30px;margin-right:10px}
+.problems{border:2px solid var(--incomplete);border-radius:8px;padding:10px 16px;margin:12px 0;background:#fffbeb}
+.problems h2{margin:0 0 6px;color:var(--incomplete)}.problems ul{margin:0;padding-left:20px}
 .gate .verdict{font-size:26px;font-weight:700;letter-spacing:.5px}
 .gate ul{margin:6px 0 0;padding-left:20px;opacity:.95}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}
@@ -77,7 +110,10 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.wrap{overflow-wrap:anywhere;min-width:140px}
 code.preview{white-space:nowrap}
 code{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f3f4f6;padding:1px 4px;border-radius:4px}
-.pill{display:inline-block;padding:0 8px;border-radius:999px;color:#fff;font-size:12px;font-weight:600}
+.pill{display:inline-block;padding:0 8px;border-radius:999px;font-size:12px;font-weight:600;border:2px solid}
+.pill.solid{color:#fff}.pill.outline{background:#fff}
+.sev{font-size:12px;font-weight:600;text-transform:uppercase;letter-spacing:.3px}
+.sev-critical{color:#991b1b}.sev-high{color:#c2410c}.sev-medium{color:#a16207}.sev-low,.sev-info{color:#6b7280}
 .blocking{color:var(--fail);font-weight:700}
 dl.detail{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:2px 0 6px 28px;max-width:1100px}
 tr.detail-row td{background:#fbfbfd;border-bottom:1px solid var(--line)}
@@ -89,6 +125,10 @@ dl.detail dt{color:var(--muted)}dl.detail dd{margin:0;overflow-wrap:anywhere}
 .empty{color:var(--muted);font-style:italic}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
 """
+_CSS = (
+    _CSS_TEMPLATE.replace("PASS_COLOR", PASS_COLOR).replace("FAIL_COLOR", FAIL_COLOR)
+    .replace("INCOMPLETE_COLOR", INCOMPLETE_COLOR)
+)
 
 # Registered first, in <head>, so it sees errors of every later script: it writes them into
 # #js-errors, where an automated check (headless Chromium in the tests) or a reader can see them.
@@ -130,7 +170,7 @@ _JS = r"""
   var sortKey=null,sortDir=1;
   function cellValue(row,key){
     var v=row.getAttribute("data-"+key)||"";
-    return (key==="row"||key==="index")?Number(v):v.toLowerCase();
+    return (key==="row"||key==="index"||key==="severity")?Number(v):v.toLowerCase();
   }
   function apply(){
     var text=q.value.trim().toLowerCase(),n=0;
@@ -207,7 +247,7 @@ _JS = r"""
 """
 
 
-def _bar_chart_verdicts(counts: dict[str, int]) -> str:
+def _bar_chart_verdicts(counts: dict[str, int], blocking: frozenset[str]) -> str:
     """Horizontal bars: findings per verdict."""
     width, bar_h, gap, label_w = 420, 18, 6, 90
     vmax = max(counts.values()) or 1
@@ -220,7 +260,8 @@ def _bar_chart_verdicts(counts: dict[str, int]) -> str:
         parts.append(
             f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end" font-size="12" fill="#374151">{e(verdict)}</text>'
             f'<rect data-verdict="{e(verdict)}" data-count="{n}" x="{label_w}" y="{y}" width="{w}" height="{bar_h}" '
-            f'rx="3" fill="{VERDICT_COLOR.get(verdict, "#999")}"><title>{e(verdict)}: {n}</title></rect>'
+            f'rx="3" {_fill(verdict, blocking)}>'
+            f'<title>{e(verdict)}: {n}</title></rect>'
             f'<text x="{label_w + w + 6}" y="{y + 13}" font-size="12" fill="#111827">{n}</text>'
         )
     parts.append("</svg>")
@@ -229,6 +270,7 @@ def _bar_chart_verdicts(counts: dict[str, int]) -> str:
 
 def _bar_chart_shards(report: Report) -> str:
     """Stacked horizontal bars: findings per shard by verdict (shards with findings or errors)."""
+    blocking = _blocking_verdicts(report)
     rows = [r for r in shard_rows(report) if r.findings or r.issues]
     if not rows:
         return '<p class="empty" id="chart-shards">No shard has findings or errors.</p>'
@@ -254,7 +296,7 @@ def _bar_chart_shards(report: Report) -> str:
                 continue
             w = max(2, round((width - label_w - 70) * n / vmax))
             parts.append(f'<rect data-shard="{e(r.shard)}" data-verdict="{e(verdict)}" data-count="{n}" x="{x}" '
-                         f'y="{y}" width="{w}" height="{bar_h}" fill="{VERDICT_COLOR[verdict]}">'
+                         f'y="{y}" width="{w}" height="{bar_h}" {_fill(verdict, blocking)}>'
                          f'<title>{e(r.shard)}: {n} {e(verdict)}</title></rect>')
             x += w
         note = f"{r.findings}" + (" ⚠ not fully read" if r.issues else "")
@@ -266,9 +308,15 @@ def _bar_chart_shards(report: Report) -> str:
     return "".join(parts)
 
 
-def _legend() -> str:
+def _legend(blocking: frozenset[str]) -> str:
+    def swatch(v: str) -> str:
+        color = VERDICT_COLOR[v]
+        if v in blocking:
+            return f'<i style="background:{color};border:1px solid {color}"></i>'
+        return f'<i style="border:2px solid {color};background:#fff"></i>'
+
     return '<div class="legend">' + "".join(
-        f'<span title="{e(VERDICT_MEANING[v])}"><i style="background:{VERDICT_COLOR[v]}"></i>{e(v)}</span>'
+        f'<span title="{e(VERDICT_MEANING[v])}">{swatch(v)}{e(v)}{" (blocks)" if v in blocking else ""}</span>'
         for v in VERDICTS
     ) + "</div>"
 
@@ -290,10 +338,15 @@ def _detail(f: Finding) -> str:
     return f'<dl class="detail">{rows}</dl>'
 
 
+# Severities sort from the most to the least urgent.
+_SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+
+
 def _findings_table(report: Report) -> str:
     if not report.findings:
         return '<p class="empty" id="no-findings">No findings.</p>'
     statuses = sorted({str(f.status) for f in report.findings})
+    blocking = _blocking_verdicts(report)
     head = (
         '<div class="filters">'
         '<input type="search" id="f-q" placeholder="filter: shard, column, rule, preview…" aria-label="filter">'
@@ -305,7 +358,7 @@ def _findings_table(report: Report) -> str:
         f'<span class="meta">showing <b id="f-shown">{len(report.findings)}</b> of {len(report.findings)}</span></div>'
     )
     cols = [("index", "#"), ("kind", "kind"), ("rule", "rule"), ("shard", "shard"), ("row", "row"),
-            ("column", "column"), ("role", "role"), ("verdict", "verdict"), ("status", "status"),
+            ("column", "column"), ("role", "role"), ("severity", "severity"), ("verdict", "verdict"), ("status", "status"),
             ("preview", "preview"), (None, "detail")]
     ths = "".join(f'<th data-key="{k}">{e(label)}</th>' if k else f"<th>{e(label)}</th>" for k, label in cols)
     body = []
@@ -319,13 +372,14 @@ def _findings_table(report: Report) -> str:
         body.append(
             f'<tr class="finding" data-index="{i}" data-kind="{e(f.kind)}" data-rule="{e(f.rule_id)}" '
             f'data-shard="{e(loc.shard)}" data-row="{loc.row}" data-column="{e(loc.column)}" '
-            f'data-role="{e(loc.role or "")}" data-verdict="{e(f.verdict)}" data-status="{e(f.status)}" '
+            f'data-role="{e(loc.role or "")}" data-severity="{_SEVERITY_RANK.get(f.severity, 9)}" '
+            f'data-verdict="{e(f.verdict)}" data-status="{e(f.status)}" '
             f'data-blocking="{"true" if f.blocking else "false"}" data-preview="{e(f.preview)}" '
             f'data-fingerprint="{e(f.fingerprint)}" data-search="{e(search)}">'
             f'<td class="num">{i}</td><td>{e(f.kind)}</td><td>{e(f.rule_id)}</td><td class="wrap">{e(loc.shard)}</td>'
             f'<td class="num">{loc.row}</td><td class="wrap"><code>{e(loc.column)}</code></td><td>{e(loc.role or "")}</td>'
-            f'<td><span class="pill" style="background:{VERDICT_COLOR.get(str(f.verdict), "#999")}">{e(f.verdict)}'
-            f'</span></td><td>{status}</td><td><code class="preview">{e(f.preview)}</code></td>'
+            f'<td><span class="sev sev-{e(f.severity)}">{e(f.severity)}</span></td>'
+            f'<td>{_pill(str(f.verdict), blocking)}</td><td>{status}</td><td><code class="preview">{e(f.preview)}</code></td>'
             f'<td><button type="button" class="toggle" aria-expanded="false" aria-controls="detail-{i}">details</button>'
             f'</td></tr>'
             # Without JS every detail row stays visible; the script collapses them and moves each with its row.
@@ -346,6 +400,23 @@ def _errors(report: Report) -> str:
     return (f'<h2 id="errors-title">Errors ({len(report.issues)}): the scan is incomplete where these are</h2>'
             f'<table id="errors"><thead><tr><th>kind</th><th>where</th><th>message</th></tr></thead>'
             f"<tbody>{items}</tbody></table>")
+
+
+def _problems(report: Report) -> str:
+    """When the scan is incomplete, the problems right under the gate banner: a reader must not
+    scroll past the findings to learn that part of the data was never read."""
+    if not report.issues:
+        return ""
+    shown = report.issues[:MAX_PROBLEMS_ON_TOP]
+    items = "".join(f"<li>{e(i.kind)}: {e(issue_where(i))}: {e(i.message)}</li>" for i in shown)
+    more = len(report.issues) - len(shown)
+    tail = f'<p class="meta">… and {more} more under Errors below.</p>' if more else ""
+    return (f'<section class="problems" id="problems"><h2>⚠ Scan incomplete: {len(report.issues)} problem(s); '
+            f'these parts were not fully read</h2><ul>{items}</ul>{tail}'
+            '<p class="meta">Every problem is listed under Errors below.</p></section>')
+
+
+MAX_PROBLEMS_ON_TOP = 5
 
 
 def _allowlist(report: Report) -> str:
@@ -380,6 +451,9 @@ def render(report: Report, _options: object = None) -> str:
     n = summary_numbers(report)
     s = report.stats
     verdict = "PASS" if decision.passed else "FAIL"
+    blocking = _blocking_verdicts(report)
+    # The banner differs in symbol and pattern as well as colour: pass, fail, and incomplete (exit 3).
+    gate_class, mark = ("pass", "✓") if decision.passed else ("incomplete", "⚠") if decision.exit_code == 3 else ("fail", "✗")
     why = "".join(f"<li>{e(line)}</li>" for line in gate_why(report))
     cards = [
         ("shards", s.shards, False), ("rows", f"{s.rows:,}", False), ("string cells", f"{s.cells:,}", False),
@@ -407,16 +481,17 @@ def render(report: Report, _options: object = None) -> str:
 <main>
 <h1>shardscan audit</h1>
 <div class="meta">shardscan {e(report.tool_version)} · rule set <code>{e(report.ruleset_digest)}</code> · scanned {e(report.scanned_at.isoformat(timespec="seconds"))} · {s.row_groups} row groups in {s.seconds:.2f}s</div>
-<section class="gate {"pass" if decision.passed else "fail"}" id="gate" data-passed="{str(decision.passed).lower()}" data-exit-code="{decision.exit_code}">
-<div class="verdict">{verdict} · exit {decision.exit_code}</div>
+<section class="gate {gate_class}" id="gate" data-passed="{str(decision.passed).lower()}" data-exit-code="{decision.exit_code}">
+<div class="verdict"><span class="mark" aria-hidden="true">{mark}</span>{verdict} · exit {decision.exit_code}</div>
 <div class="reason">{e(decision.reason)}</div>
 <ul>{why}</ul>
 </section>
+{_problems(report)}
 <div class="cards" id="summary">{cards_html}</div>
 <h2>Findings per verdict and per shard</h2>
 <div class="charts">
-<div class="chart"><h3>per verdict</h3>{_bar_chart_verdicts(n["by_verdict"])}</div>
-<div class="chart"><h3>per shard (shards with findings or errors)</h3>{_bar_chart_shards(report)}{_legend()}</div>
+<div class="chart"><h3>per verdict</h3>{_bar_chart_verdicts(n["by_verdict"], blocking)}</div>
+<div class="chart"><h3>per shard (shards with findings or errors)</h3>{_bar_chart_shards(report)}{_legend(blocking)}</div>
 </div>
 <h2>Findings ({n["findings"]})</h2>
 {_findings_table(report)}
