@@ -248,6 +248,20 @@ def _cache_location(no_cache: bool, cache_dir: Path | None, default: Path | None
     if no_cache:
         return None
     if cache_dir is not None:
+        # A cache folder the user named must be usable: found out now, not as a silently slow run.
+        # (The default location stays best effort: a cache that cannot be written costs time only.)
+        from shardscan.atomic import probe_folder
+
+        try:
+            if cache_dir.exists() and not cache_dir.is_dir():
+                raise OutputError(str(cache_dir), "it is not a folder")
+            try:
+                cache_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputError(str(cache_dir), os.strerror(exc.errno) if exc.errno else type(exc).__name__) from None
+            probe_folder(cache_dir)
+        except OutputError as err:
+            raise _fail(f"--cache-dir {err}") from None
         return cache_dir
     from shardscan.cache import default_cache_dir
 
@@ -750,7 +764,7 @@ def allowlist_add(
     entry = NewEntry.for_finding(chosen, reason, who, today, until, rule, shard, column)
     try:
         written = append_entry(allowlist, entry, secret_check=check)
-    except ConfigError as err:
+    except (ConfigError, OutputError) as err:
         raise _fail(str(err)) from None
     typer.echo(f"added entry {written.index} to {allowlist} (line {written.line}): {chosen.kind} {chosen.preview} "
                f"at {chosen.location}")
@@ -812,7 +826,7 @@ def review(
             findings, allowlist, reviewer=who, today=_parse_now(now).date(), expires=until,
             stdin=sys.stdin, stdout=sys.stdout, secret_check=check,
         )
-    except ConfigError as err:
+    except (ConfigError, OutputError) as err:  # an allowlist that cannot be written stops the review
         raise _fail(str(err)) from None
     typer.echo(f"review: {len(outcome.accepted)} accepted, {outcome.skipped} skipped, {outcome.already} already "
                f"accepted, {outcome.remaining} not reviewed")
