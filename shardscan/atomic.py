@@ -245,38 +245,57 @@ def write_file(path: Path, data: str | bytes, *, mkdir: bool = False) -> Path:
 
 
 def write_stream(stream: IO[str], text: str, name: str = STANDARD_OUTPUT) -> None:
-    """Write ``text`` to an open stream and flush it; OutputError naming ``name`` if either fails."""
+    """Write all of ``text`` to an open stream and flush it; OutputError naming ``name`` if it fails."""
+    if isinstance(stream, CheckedStream):
+        stream = stream.wrapped
     try:
-        stream.write(text)
-        stream.flush()
+        _write_all(stream, text)
     except OSError as exc:
         raise OutputError(name, reason(exc)) from None
 
 
+def _write_all(stream: IO[str], text: str) -> None:
+    # With PYTHONUNBUFFERED (common in containers and CI) a text stream writes straight to the
+    # file descriptor and drops the rest of a short write without a word: on a disk that fills
+    # up, a truncated report and exit 0. Writing to the descriptor ourselves sees every short
+    # write, and the next write then reports the error.
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream (tests, embedding)
+        stream.write(text)
+        stream.flush()
+        return
+    stream.flush()
+    data = memoryview(text.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict"))
+    while data:
+        written = os.write(fd, data)
+        if written <= 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        data = data[written:]
+
+
 class CheckedStream:
-    """A text stream whose failed writes and flushes raise :class:`OutputError` instead of OSError.
+    """A text stream whose writes are complete or raise :class:`OutputError` (never a silent short write).
 
     The command line puts it in place of ``sys.stdout``, so a full disk under ``> file`` or a
     closed pipe ends every command the same way (exit 2, one line), whichever code printed.
     """
 
     def __init__(self, stream: IO[str], name: str = STANDARD_OUTPUT) -> None:
-        self._stream = stream
+        self.wrapped = stream
         self._name = name
 
     def write(self, text: str) -> int:
-        """Write ``text`` (OutputError on failure)."""
-        try:
-            return self._stream.write(text)
-        except OSError as exc:
-            raise OutputError(self._name, reason(exc)) from None
+        """Write all of ``text`` (OutputError on failure)."""
+        write_stream(self.wrapped, text, self._name)
+        return len(text)
 
     def flush(self) -> None:
         """Flush (OutputError on failure)."""
         try:
-            self._stream.flush()
+            self.wrapped.flush()
         except OSError as exc:
             raise OutputError(self._name, reason(exc)) from None
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        return getattr(self.wrapped, name)
