@@ -526,7 +526,10 @@ def demo(
     ruleset = _load_rules([], [])
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset, default=shipped_allowlist())
     folder = path or Path(tempfile.mkdtemp(prefix="shardscan-demo-"))
-    shards = write_demo_dataset(folder)
+    try:
+        shards = write_demo_dataset(folder)
+    except OSError as exc:
+        raise _fail(f"{folder}: cannot write the demo dataset: {os.strerror(exc.errno) if exc.errno else type(exc).__name__}") from None
     typer.echo(f"demo dataset: {len(shards)} shards in {folder}", err=True)
     options = ScanOptions(now=_parse_now(now))
     policy = Policy(strict=strict, fail_on_stale=fail_on_stale)
@@ -643,13 +646,15 @@ def _redaction_outputs(paths: list[str], out: Path | None, manifest: Path | None
         if out is not None:
             if out.exists() and not out.is_dir():
                 raise OutputError(str(out), "it is not a folder")
-            if not out.exists():
+            if out.exists():
+                probe_folder(out)
+            else:
+                # Created with the first copy (nothing is written if the inputs cannot be read).
                 prepare_parent(out, mkdir)
                 try:
-                    out.mkdir()
-                except OSError as exc:
-                    raise OutputError(str(out), os.strerror(exc.errno) if exc.errno else type(exc).__name__) from None
-            probe_folder(out)
+                    probe_folder(out.parent)
+                except OutputError as err:
+                    raise OutputError(str(out), err.reason) from None
         path = manifest if manifest is not None else default_manifest(out)
         where = path.resolve()
         fences = [(Path(p).resolve(), "the scanned folder") for p in paths if "://" not in p and Path(p).is_dir()]
