@@ -136,7 +136,9 @@ def _target(path: Path) -> Path:
 
 
 @contextmanager
-def atomic_path(path: Path, *, mkdir: bool = False, like: Path | None = None, owner: bool = False) -> Iterator[Path]:
+def atomic_path(
+    path: Path, *, mkdir: bool = False, like: Path | None = None, owner: bool = False, through_links: bool = True
+) -> Iterator[Path]:
     """Yield a new, empty temporary file beside ``path``; when the block ends normally, make it ``path``.
 
     The file is flushed to disk (fsync) and renamed over ``path``, so ``path`` is either its old
@@ -144,9 +146,11 @@ def atomic_path(path: Path, *, mkdir: bool = False, like: Path | None = None, ow
     its owner and group with ``owner``: a file replaced in place), else those of the file it
     replaces, else the umask's default. If
     the block raises, the temporary file is removed and the exception goes on unchanged. Failures
-    of these steps themselves raise :class:`OutputError` naming ``path``.
+    of these steps themselves raise :class:`OutputError` naming ``path``. A symlink is written
+    through (the file it points to is replaced) unless ``through_links`` is False: then the link
+    itself is replaced by the new file.
     """
-    path = _target(path)
+    path = _target(path) if through_links else path
     prepare_parent(path, mkdir)
     remove_stale_temps(path)
     temp = temp_path(path)

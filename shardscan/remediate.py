@@ -461,8 +461,10 @@ def replace_atomically(source_path: Path, write: Callable[[Path], None], check: 
     as data, so a run killed before the rename leaves nothing a later scan or gate would count;
     the next run that writes the shard removes it. The new file gets the shard's mode, owner and
     group. If writing or checking fails, the original is intact and the temporary file is removed.
+    A shard that is a symlink is replaced by the redacted file; the file it pointed to (which other
+    links, such as a Hugging Face cache's snapshots, may share) is left as it was.
     """
-    with atomic_path(source_path, like=source_path, owner=True) as temp:
+    with atomic_path(source_path, like=source_path, owner=True, through_links=False) as temp:
         write(temp)
         check(temp)
 

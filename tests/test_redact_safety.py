@@ -207,11 +207,16 @@ def _start_redact(folder: Path, cwd: Path) -> subprocess.Popen:
                             cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _wait_for_temp(folder: Path, proc: subprocess.Popen, timeout: float = 60.0) -> float | None:
-    """When a temporary file first appears beside the shard (None if the run ended first)."""
+def _has_temp(folder: Path) -> bool:
+    return any(name.endswith(TEMP_SUFFIX) for name in os.listdir(folder))
+
+
+def _wait_for_temp(folder: Path, proc: subprocess.Popen, present: bool = True, timeout: float = 60.0) -> float | None:
+    """When a temporary file beside the shard first appears (or, with ``present=False``, is gone);
+    None if the run ended first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
-        if any(name.endswith(TEMP_SUFFIX) for name in os.listdir(folder)):
+        if _has_temp(folder) == present:
             return time.monotonic()
         time.sleep(0.002)
     return None
@@ -224,13 +229,15 @@ def test_a_killed_in_place_redaction_changes_no_later_result(tmp_path: Path):
     before = _blocking(pristine)
     assert len(before) == 12
 
-    # One complete run: the result after it, and how long its writing phase lasts on this machine.
+    # One complete run: the result after it, and how long its temporary file lives on this machine
+    # (written, then re-scanned, then renamed).
     complete = tmp_path / "complete"
     shutil.copytree(pristine, complete)
     proc = _start_redact(complete, tmp_path / "cwd-complete")
     appeared = _wait_for_temp(complete, proc)
+    renamed = _wait_for_temp(complete, proc, present=False)
     assert proc.wait(timeout=120) == 0
-    writing = max(0.05, time.monotonic() - appeared) if appeared else 0.5
+    writing = renamed - appeared if appeared and renamed else 0.2
     after = _blocking(complete)
     assert after == [] and sorted(p.name for p in complete.iterdir()) == names
 
@@ -243,8 +250,8 @@ def test_a_killed_in_place_redaction_changes_no_later_result(tmp_path: Path):
         proc = _start_redact(folder, tmp_path / f"cwd-{trial}")
         if trial == 0:
             time.sleep(rng.uniform(0.0, 0.5))  # anywhere up to the start of writing
-        elif _wait_for_temp(folder, proc) is not None:
-            time.sleep(rng.uniform(0.0, writing))  # while the copy is written or checked
+        elif _wait_for_temp(folder, proc) is not None and trial > 1:
+            time.sleep(rng.uniform(0.0, writing))  # while the copy is written or checked (trial 1: as it starts)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         left = sorted(p.name for p in folder.iterdir())
@@ -269,3 +276,14 @@ def test_pyarrow_reads_the_redacted_shard_it_replaced(tmp_path: Path):
     rows = pq.read_table(shard).num_rows
     assert _redact(str(tmp_path / "data"), "--in-place", cwd=tmp_path)[0] == 0
     assert pq.read_table(shard).num_rows == rows
+
+
+def test_in_place_replaces_a_symlinked_shard_and_leaves_the_file_it_pointed_to(tmp_path: Path):
+    blob = _dirty(tmp_path / "blobs")
+    before = blob.read_bytes()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / SHARD).symlink_to(blob)
+    code, err = _redact(str(tmp_path / "data"), "--in-place", cwd=tmp_path)
+    assert code == 0, err
+    assert not (tmp_path / "data" / SHARD).is_symlink() and _blocking(tmp_path / "data") == []
+    assert blob.read_bytes() == before
