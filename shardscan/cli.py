@@ -635,6 +635,26 @@ def redact(
     raise typer.Exit(1 if outcome.failed else 0)
 
 
+def _input_folders(paths: list[str]) -> list[Path]:
+    """The local folders that hold the inputs: a folder itself, a file's folder, a glob's fixed part."""
+    import glob
+
+    folders = []
+    for raw in paths:
+        if "://" in raw:
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            folders.append(path)
+        elif path.exists():
+            folders.append(path.parent)
+        elif glob.has_magic(raw):
+            fixed = list(path.parts)
+            cut = next((i for i, part in enumerate(fixed) if glob.has_magic(part)), len(fixed))
+            folders.append(Path(*fixed[:cut]) if cut else Path("."))
+    return [folder.resolve() for folder in folders]
+
+
 def _redaction_outputs(paths: list[str], out: Path | None, manifest: Path | None, mkdir: bool) -> Path:
     """Check redact's outputs before any work: --out can be written into, and the manifest lies
     outside --out and every scanned folder (a later scan of either would read it as data) and,
@@ -657,7 +677,7 @@ def _redaction_outputs(paths: list[str], out: Path | None, manifest: Path | None
                     raise OutputError(str(out), err.reason) from None
         path = manifest if manifest is not None else default_manifest(out)
         where = path.resolve()
-        fences = [(Path(p).resolve(), "the scanned folder") for p in paths if "://" not in p and Path(p).is_dir()]
+        fences = [(folder, "the folder of the inputs") for folder in _input_folders(paths)]
         if out is not None:
             fences.insert(0, (out.resolve(), "--out"))
         for folder, what in fences:

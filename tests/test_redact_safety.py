@@ -126,12 +126,13 @@ def test_a_file_that_is_not_a_manifest_is_refused_before_anything_is_redacted(tm
     assert (tmp_path / "notes.json").read_text() == '{"mine": true}\n'
 
 
-@pytest.mark.parametrize("where", ["in-out", "in-data", "default-in-data"])
+@pytest.mark.parametrize("where", ["in-out", "in-data", "default-in-data", "default-beside-a-file", "default-beside-a-glob"])
 def test_a_manifest_inside_the_data_or_out_is_refused(tmp_path: Path, where: str):
     shard = _dirty(tmp_path / "data")
     before = shard.read_bytes()
-    if where == "default-in-data":
-        code, err = _redact(".", "--in-place", cwd=tmp_path / "data")  # ./redactions.json would be data
+    if where.startswith("default-"):
+        given = {"default-in-data": ".", "default-beside-a-file": SHARD, "default-beside-a-glob": "*.parquet"}[where]
+        code, err = _redact(given, "--in-place", cwd=tmp_path / "data")  # ./redactions.json would be data
     else:
         inside = tmp_path / ("clean" if where == "in-out" else "data") / "r.json"
         code, err = _redact(str(tmp_path / "data"), "--out", str(tmp_path / "clean"), "--manifest", str(inside),
