@@ -21,6 +21,9 @@ TEMP_SUFFIX = ".shardscan-partial"
 # How messages name the process's standard output.
 STANDARD_OUTPUT = "standard output"
 
+# The reason given for an output whose folder is missing (commands with --mkdir add that hint).
+MISSING_FOLDER = "its folder does not exist"
+
 # Errors that say the output side failed (full disk, quota, read-only filesystem, file too big,
 # device error), as opposed to a problem with the data being written.
 OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM})
@@ -113,7 +116,7 @@ def prepare_parent(path: Path, mkdir: bool = False) -> None:
         except OSError as exc:
             raise OutputError(str(path), f"cannot create its folder: {reason(exc)}") from None
     if not parent.is_dir():
-        why = "its folder does not exist (--mkdir creates it)" if not parent.exists() else "its parent is not a folder"
+        why = MISSING_FOLDER if not parent.exists() else "its parent is not a folder"
         raise OutputError(str(path), why)
     if path.is_dir():
         raise OutputError(str(path), "it is a folder")

@@ -29,7 +29,7 @@ try:
     import typer
 
     from shardscan import __version__
-    from shardscan.atomic import CheckedStream, write_stream
+    from shardscan.atomic import MISSING_FOLDER, CheckedStream, write_stream
     from shardscan.cache import CACHE_DIR_NAME
     from shardscan.decoders import DecodeLimits
     from shardscan.engine import DEFAULT_MEMORY_BUDGET, ScanOptions
@@ -136,6 +136,11 @@ def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _output_failure(err: OutputError) -> str:
+    """The message for an output that could not be written, by a command that has ``--mkdir``."""
+    return f"{err} (--mkdir creates it)" if err.reason == MISSING_FOLDER else str(err)
+
+
 def _parse_now(value: str | None) -> datetime:
     if not value:
         return datetime.now(UTC)
@@ -233,7 +238,7 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool, m
             # the terminal reporter would import rich for one line).
             write_stream(sys.stdout, decision_line(report) + "\n")
     except OutputError as err:
-        raise _fail(str(err)) from None
+        raise _fail(_output_failure(err)) from None
     allow = report.allowlist
     if allow and (allow.stale or allow.expired) and not report.policy.fail_on_stale:
         # A warning by default: say so where CI logs show it, whatever the formats were.
@@ -687,7 +692,7 @@ def _redaction_outputs(paths: list[str], out: Path | None, manifest: Path | None
         prepare_parent(path, mkdir)
         load_manifest(path)
     except OutputError as err:
-        raise _fail(str(err)) from None
+        raise _fail(_output_failure(err)) from None
     except ConfigError as err:
         raise _fail(str(err)) from None
     return path

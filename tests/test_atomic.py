@@ -158,6 +158,8 @@ def test_an_unwritable_report_is_exit_2_naming_it_and_leaves_nothing(tmp_path: P
         assert result.exception is None or isinstance(result.exception, SystemExit)
         assert result.stderr.count("\n") == 1 and str(target) in result.stderr
         assert result.stderr.startswith("shardscan: error: ")
+        if case == "missing-folder":
+            assert result.stderr.endswith("cannot write: its folder does not exist (--mkdir creates it)\n")
     assert not (tmp_path / "no").exists()
     assert _files(tmp_path) == sorted(["data", *(["a-file"] if case == "under-a-file" else [])])
 
@@ -199,6 +201,18 @@ def test_allowlist_add_to_a_missing_folder_is_exit_2(tmp_path: Path):
                                       "test fixture", "--reviewer", "me", "--allowlist", str(target)])
     assert result.exit_code == 2, result.stderr
     assert str(target) in result.stderr and result.stderr.count("\n") == 1
+    assert not (tmp_path / "missing").exists()
+
+
+def test_review_into_a_missing_folder_is_exit_2(tmp_path: Path):
+    data = _dirty(tmp_path / "data")
+    report = tmp_path / "r.json"
+    CliRunner().invoke(app, ["scan", str(data), "--no-allowlist", "-f", f"json:{report}"])
+    target = tmp_path / "missing" / "allowlist.yaml"
+    result = CliRunner().invoke(app, ["review", str(report), "--reviewer", "me", "--allowlist", str(target)],
+                                input="a\ntest fixture\nq\n")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr == f"shardscan: error: {target}: cannot write: its folder does not exist\n"
     assert not (tmp_path / "missing").exists()
 
 
