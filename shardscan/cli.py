@@ -636,7 +636,7 @@ def redact(
     for _shard, reason in outcome.failed:
         typer.echo(f"shardscan: error: {reason}", err=True)
     if outcome.stopped is not None:
-        raise _fail(f"{outcome.stopped}; stopped there, the shards listed above are complete")
+        raise _fail(f"{outcome.stopped}; stopped there; the shards counted above are complete")
     raise typer.Exit(1 if outcome.failed else 0)
 
 

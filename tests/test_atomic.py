@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import subprocess
@@ -268,3 +269,22 @@ def test_other_commands_check_standard_output_too():
         proc = _cli("rules", "list", stdout=full)
     assert proc.returncode == 2
     assert proc.stderr == "shardscan: error: standard output: cannot write: No space left on device\n"
+
+
+def test_redact_onto_a_full_filesystem_stops_with_exit_2_and_leaves_no_partial_copy(tmp_path: Path):
+    import random
+
+    rng = random.Random(3)
+    rows = [trace_row([("tool", f"export GITHUB_TOKEN={TOKEN}" if i == 0 else rng.randbytes(200).hex())])
+            for i in range(400)]
+    write_trace_shard(tmp_path / "data" / "train-00000-of-00001.parquet", rows)  # ~170 KB: more than fits
+    with _small_tmpfs(tmp_path / "full", size="64k") as full:
+        proc = _cli("redact", str(tmp_path / "data"), "--out", str(full), "--no-allowlist")
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.splitlines() == [
+            f"shardscan: error: {full / 'train-00000-of-00001.parquet'}: cannot write: No space left on device; "
+            "stopped there; the shards counted above are complete"
+        ]
+        assert _files(full) == []
+    manifest = json.loads((tmp_path / "full.redactions.json").read_text())  # the run is recorded, beside --out
+    assert manifest["redactions"] == [] and [r["redactions"] for r in manifest["runs"]] == [0]
