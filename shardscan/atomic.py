@@ -147,11 +147,10 @@ def atomic_path(
     The file is flushed to disk (fsync) and renamed over ``path``, so ``path`` is either its old
     self or complete, never half-written. It gets the permission bits of ``like`` when given (and
     its owner and group with ``owner``: a file replaced in place), else those of the file it
-    replaces, else the umask's default. If
-    the block raises, the temporary file is removed and the exception goes on unchanged. Failures
-    of these steps themselves raise :class:`OutputError` naming ``path``. A symlink is written
-    through (the file it points to is replaced) unless ``through_links`` is False: then the link
-    itself is replaced by the new file.
+    replaces, else the umask's default. If the block raises, the temporary file is removed and the
+    exception goes on unchanged. Failures of these steps themselves raise :class:`OutputError`
+    naming ``path``. A symlink is written through (the file it points to is replaced) unless
+    ``through_links`` is False: then the link itself is replaced by the new file.
     """
     path = _target(path) if through_links else path
     prepare_parent(path, mkdir)
