@@ -6,6 +6,7 @@ import errno
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -228,16 +229,18 @@ def write_file(path: Path, data: str | bytes, *, mkdir: bool = False) -> Path:
     written directly, with every error caught. Failures raise :class:`OutputError` naming ``path``.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    target = _target(path)
-    try:
-        special = target.exists() and not stat.S_ISREG(os.stat(target).st_mode) and not target.is_dir()
-    except OSError:
-        special = False
-    if special:
+    if _is_stream(path):
         try:
-            with open(target, "wb") as handle:
-                handle.write(payload)
-                handle.flush()
+            own = _own_descriptor(path)
+            if own is not None:
+                # This process's stdout or stderr (``-f json:/dev/stdout > r.json``): opened again,
+                # the file would be truncated and written from its start, under what the process
+                # writes through its own descriptor.
+                _write_fd(own, payload)
+            else:
+                with open(path, "wb") as handle:
+                    handle.write(payload)
+                    handle.flush()
         except OSError as exc:
             raise OutputError(str(path), reason(exc)) from None
         return path
@@ -248,6 +251,44 @@ def write_file(path: Path, data: str | bytes, *, mkdir: bool = False) -> Path:
     except OSError as exc:  # the write itself (the commit's own failures are already OutputError)
         raise OutputError(str(path), reason(exc)) from None
     return path
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """1 or 2 when ``path`` is this process's standard output or error (flushed first), else None."""
+    info = os.stat(path)
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        try:
+            if os.path.samestat(info, os.fstat(fd)):
+                if stream is not None:
+                    stream.flush()
+                return fd
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to a descriptor; a short write is followed, and its error raised."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        view = view[written:]
+
+
+def _is_stream(path: Path) -> bool:
+    """True for an existing output that is not a regular file to replace: a device, a named pipe,
+    or a name for an open descriptor (``/dev/stdout``, ``/proc/self/fd/1``, whatever it leads to:
+    renaming a file over it would not reach the reader)."""
+    try:
+        info = os.stat(path)  # through links: /dev/stdout leads to a pipe, a terminal or a file
+    except (OSError, ValueError):
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        return False
+    fd_names = ("/dev/", "/proc/")
+    return not stat.S_ISREG(info.st_mode) or str(path).startswith(fd_names) or os.path.realpath(path).startswith(fd_names)
 
 
 def write_stream(stream: IO[str], text: str, name: str = STANDARD_OUTPUT) -> None:
@@ -272,12 +313,7 @@ def _write_all(stream: IO[str], text: str) -> None:
         stream.flush()
         return
     stream.flush()
-    data = memoryview(text.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict"))
-    while data:
-        written = os.write(fd, data)
-        if written <= 0:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
-        data = data[written:]
+    _write_fd(fd, text.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict"))
 
 
 class CheckedStream:

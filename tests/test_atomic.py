@@ -288,3 +288,19 @@ def test_redact_onto_a_full_filesystem_stops_with_exit_2_and_leaves_no_partial_c
         assert _files(full) == []
     manifest = json.loads((tmp_path / "full.redactions.json").read_text())  # the run is recorded, beside --out
     assert manifest["redactions"] == [] and [r["redactions"] for r in manifest["runs"]] == [0]
+
+
+@pytest.mark.parametrize("into", ["pipe", "file"])
+def test_a_report_to_dev_stdout_reaches_a_pipe_or_a_redirected_file_whole(tmp_path: Path, into: str):
+    data = _dirty(tmp_path / "data")
+    if into == "pipe":
+        proc = _cli("scan", str(data), "--no-allowlist", "-f", "json:/dev/stdout")
+        text = proc.stdout
+    else:
+        with open(tmp_path / "out.txt", "w") as out:  # `> out.txt`: the report must not be written over
+            proc = _cli("scan", str(data), "--no-allowlist", "-f", "json:/dev/stdout", stdout=out)
+        text = (tmp_path / "out.txt").read_text()
+    assert proc.returncode == 1, proc.stderr
+    report, _, decision = text.rpartition("}\n")
+    assert json.loads(report + "}")["gate"]["exit_code"] == 1
+    assert decision.startswith("gate: FAIL")
