@@ -562,7 +562,7 @@ def redact(
     manifest: Annotated[
         Path | None,
         typer.Option("--manifest", help="Redaction manifest to append to (default: OUT.redactions.json beside --out; "
-                     "redactions.json here with --in-place). Never inside --out or a scanned folder."),
+                     "redactions.json here with --in-place). Never inside --out or a folder holding the inputs."),
     ] = None,
     mkdir: Annotated[bool, typer.Option("--mkdir", help="Create missing parent folders of --out and --manifest.")] = False,
 ) -> None:
@@ -662,7 +662,7 @@ def _input_folders(paths: list[str]) -> list[Path]:
 
 def _redaction_outputs(paths: list[str], out: Path | None, manifest: Path | None, mkdir: bool) -> Path:
     """Check redact's outputs before any work: --out can be written into, and the manifest lies
-    outside --out and every scanned folder (a later scan of either would read it as data) and,
+    outside --out and every folder holding the inputs (a later scan would read it as data) and,
     if it exists, is a manifest to append to. Returns the manifest path."""
     from shardscan.atomic import prepare_parent, probe_folder
     from shardscan.remediate import default_manifest, load_manifest
