@@ -268,6 +268,7 @@ def _redact_parquet(
 
     offsets = row_group_offsets(parquet)
     compression = _compression(parquet)
+    destination.parent.mkdir(parents=True, exist_ok=True)
     with pq.ParquetWriter(destination, schema, compression=compression) as writer:
         for index, first in enumerate(offsets):
             table = parquet.read_row_group(index)
@@ -326,6 +327,7 @@ def redact_jsonl_shard(
         by_row[r.row].append(r)
     compression = stream_compression(source.path)
     manifest: list[ManifestEntry] = []
+    destination.parent.mkdir(parents=True, exist_ok=True)
     stream = source.open_stream()
     with pa.output_stream(str(destination), compression=compression) as out:
         for number, line in enumerate(_raw_lines(stream)):
