@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shardscan import __version__
+from shardscan.atomic import TEMP_SUFFIX
 from shardscan.engine import ScanOptions
 from shardscan.model import CellLocation, Finding, ScanStats, ShardResult, Status, Verdict
 from shardscan.reader import ShardRef
@@ -248,7 +249,8 @@ class ResultCache:
 
 def atomic_write(path: Path, data: str | bytes) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` through a temporary file, so readers never see half of it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    # The reserved suffix: a cache folder inside a scanned one never yields a half-written entry as data.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix + TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)

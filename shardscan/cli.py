@@ -31,10 +31,11 @@ try:
     import typer
 
     from shardscan import __version__
+    from shardscan.atomic import MISSING_FOLDER, CheckedStream, write_stream
     from shardscan.cache import CACHE_DIR_NAME
     from shardscan.decoders import DecodeLimits
     from shardscan.engine import DEFAULT_MEMORY_BUDGET, ScanOptions
-    from shardscan.errors import ConfigError
+    from shardscan.errors import ConfigError, OutputError
     from shardscan.policy import EXIT_USAGE, Policy
     from shardscan.report import Report
     from shardscan.reporters import EXTENSIONS, FORMATS, RenderOptions, render
@@ -108,6 +109,7 @@ FormatOpt = Annotated[
     typer.Option("--format", "-f", help=f"Output format, optionally with a path: FORMAT[:PATH] (repeatable). Formats: {', '.join(FORMATS)}."),
 ]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Where to write a --format given without a path.")]
+MkdirOpt = Annotated[bool, typer.Option("--mkdir", help="Create missing folders of output paths (otherwise a missing folder is an error).")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Every finding blocks unless allowlisted.")]
 NowOpt = Annotated[str | None, typer.Option("--now", help="Clock for expiry checks (ISO date or datetime, UTC).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Terminal output: only the gate decision line.")]
@@ -155,6 +157,11 @@ RayAddressOpt = Annotated[
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     typer.echo(f"shardscan: error: {message}", err=True)
     return typer.Exit(code)
+
+
+def _output_failure(err: OutputError) -> str:
+    """The message for an output that could not be written, by a command that has ``--mkdir``."""
+    return f"{err} (--mkdir creates it)" if err.reason == MISSING_FOLDER else str(err)
 
 
 def _parse_now(value: str | None) -> datetime:
@@ -248,19 +255,23 @@ def _output_width(to_terminal: bool) -> int:
         return 160
 
 
-def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool) -> None:
-    for fmt, path in outputs:
-        to_terminal = path is None and sys.stdout.isatty()
-        color = to_terminal and _use_color() and fmt == "terminal"
-        options = RenderOptions(color=color, quiet=quiet, width=_output_width(to_terminal), wrap=to_terminal)
-        if path is None:
-            sys.stdout.write(render(report, fmt, options))
-        else:
-            write_report(report, fmt, path, options)
-    if all(path is not None for _, path in outputs):
-        # Files were written; still tell a person (or CI log) what the gate decided (plain text:
-        # the terminal reporter would import rich for one line).
-        typer.echo(decision_line(report))
+def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool, mkdir: bool = False) -> None:
+    """Write every output; one that cannot be written (a file or standard output) exits 2 naming it."""
+    try:
+        for fmt, path in outputs:
+            to_terminal = path is None and sys.stdout.isatty()
+            color = to_terminal and _use_color() and fmt == "terminal"
+            options = RenderOptions(color=color, quiet=quiet, width=_output_width(to_terminal), wrap=to_terminal)
+            if path is None:
+                write_stream(sys.stdout, render(report, fmt, options))
+            else:
+                write_report(report, fmt, path, options, mkdir=mkdir)
+        if all(path is not None for _, path in outputs):
+            # Files were written; still tell a person (or CI log) what the gate decided (plain text:
+            # the terminal reporter would import rich for one line).
+            write_stream(sys.stdout, decision_line(report) + "\n")
+    except OutputError as err:
+        raise _fail(_output_failure(err)) from None
     allow = report.allowlist
     if allow and (allow.stale or allow.expired) and not report.policy.fail_on_stale:
         # A warning by default: say so where CI logs show it, whatever the formats were.
@@ -275,6 +286,20 @@ def _cache_location(no_cache: bool, cache_dir: Path | None, default: Path | None
     if no_cache:
         return None
     if cache_dir is not None:
+        # A cache folder the user named must be usable: found out now, not as a silently slow run.
+        # (The default location stays best effort: a cache that cannot be written costs time only.)
+        from shardscan.atomic import probe_folder
+
+        try:
+            if cache_dir.exists() and not cache_dir.is_dir():
+                raise OutputError(str(cache_dir), "it is not a folder")
+            try:
+                cache_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputError(str(cache_dir), os.strerror(exc.errno) if exc.errno else type(exc).__name__) from None
+            probe_folder(cache_dir)
+        except OutputError as err:
+            raise _fail(f"--cache-dir {err}") from None
         return cache_dir
     from shardscan.cache import default_cache_dir
 
@@ -382,6 +407,7 @@ def scan(
     ] = False,
     engine: EngineOpt = "local",
     ray_address: RayAddressOpt = None,
+    mkdir: MkdirOpt = False,
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan).
 
@@ -421,7 +447,7 @@ def scan(
         paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only, jobs,
         engine=engine, ray_address=ray_address,
     )
-    _emit(report, outputs, quiet)
+    _emit(report, outputs, quiet, mkdir)
     if stats:
         from shardscan.stats import format_stats
 
@@ -468,8 +494,16 @@ def hook(
     report = api_scan(
         files, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted, cache=cache
     )
-    sys.stdout.write(render(report, "compact"))
+    _print(render(report, "compact"))
     raise typer.Exit(report.decision.exit_code)
+
+
+def _print(text: str) -> None:
+    """Write ``text`` to standard output and flush it; a failed write exits 2."""
+    try:
+        write_stream(sys.stdout, text)
+    except OutputError as err:
+        raise _fail(str(err)) from None
 
 
 # What a publish pipeline keeps: the machine contract, code-scanning upload, and a page for people.
@@ -505,10 +539,11 @@ def gate(
     written: list[Path] = []
     try:
         for fmt in GATE_FORMATS:
-            written.append(write_report(report, fmt, report_dir / f"shardscan-report{EXTENSIONS[fmt]}"))
-    except OSError as err:
-        raise _fail(f"--report-dir {report_dir}: cannot write reports ({err.strerror or err})") from None
-    sys.stdout.write(render(report, "compact"))
+            # The report folder is created (with its parents): naming it is asking for it.
+            written.append(write_report(report, fmt, report_dir / f"shardscan-report{EXTENSIONS[fmt]}", mkdir=True))
+    except OutputError as err:
+        raise _fail(f"--report-dir {report_dir}: {err}") from None
+    _print(render(report, "compact"))
     typer.echo(f"reports: {', '.join(str(p) for p in written)}", err=True)
     raise typer.Exit(report.decision.exit_code)
 
@@ -524,6 +559,7 @@ def demo(
     allowlist: AllowlistOpt = None,
     no_allowlist: NoAllowlistOpt = False,
     fail_on_stale: FailOnStaleOpt = False,
+    mkdir: MkdirOpt = False,
 ) -> None:
     """Write a small agent-trace dataset with the documented secret-looking rows, then scan it.
 
@@ -537,12 +573,15 @@ def demo(
     ruleset = _load_rules([], [])
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset, default=shipped_allowlist())
     folder = path or Path(tempfile.mkdtemp(prefix="shardscan-demo-"))
-    shards = write_demo_dataset(folder)
+    try:
+        shards = write_demo_dataset(folder)
+    except OSError as exc:
+        raise _fail(f"{folder}: cannot write the demo dataset: {os.strerror(exc.errno) if exc.errno else type(exc).__name__}") from None
     typer.echo(f"demo dataset: {len(shards)} shards in {folder}", err=True)
     options = ScanOptions(now=_parse_now(now))
     policy = Policy(strict=strict, fail_on_stale=fail_on_stale)
     report = _run_scan([str(folder)], ruleset, policy, options, accepted)
-    _emit(report, outputs, quiet)
+    _emit(report, outputs, quiet, mkdir)
     if not quiet:
         typer.echo(_demo_next_steps(report, folder), err=True, nl=False)
     raise typer.Exit(report.decision.exit_code)
@@ -588,12 +627,19 @@ def redact(
     now: NowOpt = None,
     allowlist: AllowlistOpt = None,
     no_allowlist: NoAllowlistOpt = False,
+    manifest: Annotated[
+        Path | None,
+        typer.Option("--manifest", help="Redaction manifest to append to (default: OUT.redactions.json beside --out; "
+                     "redactions.json here with --in-place). Never inside --out or a folder holding the inputs."),
+    ] = None,
+    mkdir: Annotated[bool, typer.Option("--mkdir", help="Create missing parent folders of --out and --manifest.")] = False,
 ) -> None:
     """Write copies of shards with secret spans replaced, verified by a re-scan; exit 1 if any shard failed.
 
     Exit codes: 0 every selected secret was replaced and the output re-scanned clean of them;
-    1 some shard could not be redacted safely (its output is not written); 2 usage error;
-    3 an input could not be read (nothing is written).
+    1 some shard could not be redacted safely (its output is not written); 2 usage error, or an
+    output (a copy, a replaced shard, the manifest) could not be written; 3 an input could not be
+    read (nothing is written).
     """
     import json as _json
 
@@ -602,10 +648,11 @@ def redact(
     from shardscan.model import Verdict
     from shardscan.reader import discover
     from shardscan.remediate import redact as redact_shards
-    from shardscan.remediate import redactions_from_report, select_findings, write_manifest
+    from shardscan.remediate import append_manifest, redactions_from_report, select_findings
 
     if (out is None) == (not in_place):
         raise _fail("give exactly one of --out DIR or --in-place")
+    manifest_path = _redaction_outputs(paths, out, manifest, mkdir)
     chosen_verdicts = None
     if verdicts:
         try:
@@ -643,16 +690,80 @@ def redact(
     outcome = redact_shards(
         shards, chosen, out, rescan=rescan, template=replacement, only_changed=only_changed, in_place=in_place
     )
-    manifest_dir = out if out is not None else Path(".")
-    manifest_dir.mkdir(parents=True, exist_ok=True)
-    write_manifest(manifest_dir / "redactions.json", list(outcome.entries))
-    typer.echo(
+    # The manifest records what was done even when the run stopped: those shards are complete.
+    run = {"at": options.now.isoformat(), "mode": "in-place" if in_place else "copy",
+           "out": None if out is None else str(out)}
+    try:
+        append_manifest(manifest_path, list(outcome.entries), run)
+    except (OutputError, ConfigError) as err:
+        raise _fail(f"{err} (redacted {len(outcome.written)} shard(s) first)") from None
+    _print(
         f"redacted {len(outcome.entries)} span(s) in {len(outcome.written)} shard(s); "
-        f"copied {len(outcome.copied)} unchanged; manifest {manifest_dir / 'redactions.json'}"
+        f"copied {len(outcome.copied)} unchanged; manifest {manifest_path}\n"
     )
     for _shard, reason in outcome.failed:
         typer.echo(f"shardscan: error: {reason}", err=True)
+    if outcome.stopped is not None:
+        raise _fail(f"{outcome.stopped}; stopped there; the shards counted above are complete")
     raise typer.Exit(1 if outcome.failed else 0)
+
+
+def _input_folders(paths: list[str]) -> list[Path]:
+    """The local folders that hold the inputs: a folder itself, a file's folder, a glob's fixed part."""
+    import glob
+
+    folders = []
+    for raw in paths:
+        if "://" in raw:
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            folders.append(path)
+        elif path.exists():
+            folders.append(path.parent)
+        elif glob.has_magic(raw):
+            fixed = list(path.parts)
+            cut = next((i for i, part in enumerate(fixed) if glob.has_magic(part)), len(fixed))
+            folders.append(Path(*fixed[:cut]) if cut else Path("."))
+    return [folder.resolve() for folder in folders]
+
+
+def _redaction_outputs(paths: list[str], out: Path | None, manifest: Path | None, mkdir: bool) -> Path:
+    """Check redact's outputs before any work: --out can be written into, and the manifest lies
+    outside --out and every folder holding the inputs (a later scan would read it as data) and,
+    if it exists, is a manifest to append to. Returns the manifest path."""
+    from shardscan.atomic import prepare_parent, probe_folder
+    from shardscan.remediate import default_manifest, load_manifest
+
+    try:
+        if out is not None:
+            if out.exists() and not out.is_dir():
+                raise OutputError(str(out), "it is not a folder")
+            if out.exists():
+                probe_folder(out)
+            else:
+                # Created with the first copy (nothing is written if the inputs cannot be read).
+                prepare_parent(out, mkdir)
+                try:
+                    probe_folder(out.parent)
+                except OutputError as err:
+                    raise OutputError(str(out), err.reason) from None
+        path = manifest if manifest is not None else default_manifest(out)
+        where = path.resolve()
+        fences = [(folder, "the folder of the inputs") for folder in _input_folders(paths)]
+        if out is not None:
+            fences.insert(0, (out.resolve(), "--out"))
+        for folder, what in fences:
+            if where.is_relative_to(folder):
+                hint = "" if manifest is not None else "; choose one with --manifest PATH"
+                raise _fail(f"manifest {path}: inside {what} {folder} (a later scan would read it as data){hint}")
+        prepare_parent(path, mkdir)
+        load_manifest(path)
+    except OutputError as err:
+        raise _fail(_output_failure(err)) from None
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+    return path
 
 
 @rules_app.command("list")
@@ -768,7 +879,7 @@ def allowlist_add(
     entry = NewEntry.for_finding(chosen, reason, who, today, until, rule, shard, column)
     try:
         written = append_entry(allowlist, entry, secret_check=check)
-    except ConfigError as err:
+    except (ConfigError, OutputError) as err:
         raise _fail(str(err)) from None
     typer.echo(f"added entry {written.index} to {allowlist} (line {written.line}): {chosen.kind} {chosen.preview} "
                f"at {chosen.location}")
@@ -838,7 +949,7 @@ def review(
             findings, allowlist, reviewer=who, today=today, expires=until,
             stdin=sys.stdin, stdout=sys.stdout, secret_check=check,
         )
-    except ConfigError as err:
+    except (ConfigError, OutputError) as err:  # an allowlist that cannot be written stops the review
         raise _fail(str(err)) from None
     typer.echo(f"review: {len(outcome.accepted)} accepted, {outcome.skipped} skipped, {outcome.already} already "
                f"accepted, {outcome.remaining} not reviewed")
@@ -934,13 +1045,32 @@ def main() -> None:
     about 0.15 s, a tenth of a hook-sized run. When Ray was used, its exit handlers shut it down,
     so the normal exit runs.
     """
+    # Every write to standard output is checked: a full disk under ``> report.json`` or a closed
+    # pipe is exit 2 with one line, never a truncated report with exit 0 (nor click's exit 1).
+    sys.stdout = CheckedStream(sys.stdout)
     try:
         code = _run_command()
     except SystemExit as done:
         code = done.code
+    except OutputError as err:
+        code = _output_failed(err)
+    if code in (0, 1, 3, None):
+        try:
+            sys.stdout.flush()
+        except OutputError as err:
+            code = _output_failed(err)
     if "ray" in sys.modules:
         raise SystemExit(code)
     _exit_now(code)
+
+
+def _output_failed(err: OutputError) -> int:
+    """Say on stderr that an output could not be written; the usage/config exit code."""
+    try:
+        sys.stderr.write(f"shardscan: error: {err}\n")
+    except OSError:
+        pass
+    return EXIT_USAGE
 
 
 def _exit_now(code: int | str | None) -> None:
@@ -952,7 +1082,7 @@ def _exit_now(code: int | str | None) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (| head) or stream: nothing more to deliver
+        except (OSError, ValueError, OutputError):  # a closed pipe or full disk (already reported), a closed stream
             pass
     os._exit(code or 0)
 

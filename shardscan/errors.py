@@ -60,3 +60,13 @@ def describe_remote_error(exc: BaseException) -> str:
     if aws:
         return f"{aws['code']} during {aws['op']}: {aws['msg'].strip()[:120]}".rstrip(": ")
     return describe_exception(exc)
+
+
+class OutputError(ShardscanError):
+    """An output (a report, a redacted copy, a manifest, an allowlist, standard output) could not be
+    written. Names the path, or "standard output", and the OS's reason; never the data (exit 2)."""
+
+    def __init__(self, target: str, reason: str) -> None:
+        self.target = target
+        self.reason = reason
+        super().__init__(f"{target}: cannot write: {reason}")

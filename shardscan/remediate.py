@@ -13,9 +13,9 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,7 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from shardscan.errors import ShardscanError
+from shardscan.atomic import atomic_path, is_output_failure, reason, remove_stale_temps, temp_path, write_file
+from shardscan.errors import ConfigError, OutputError, ShardscanError
 from shardscan.model import Finding, Status, Verdict
 from shardscan.reader import METADATA_ROW, ShardRef
 from shardscan.reader.cells import field_label
@@ -324,8 +325,7 @@ def redact_jsonl_shard(
     by_row: dict[int, list[Redaction]] = defaultdict(list)
     for r in redactions:
         by_row[r.row].append(r)
-    name = source.path.lower()
-    compression = next((c for suffix, c in ((".gz", "gzip"), (".zst", "zstd"), (".bz2", "bz2")) if name.endswith(suffix)), None)
+    compression = stream_compression(source.path)
     manifest: list[ManifestEntry] = []
     destination.parent.mkdir(parents=True, exist_ok=True)
     stream = source.open_stream()
@@ -417,6 +417,12 @@ def _manifest(items: list[Redaction], template: str) -> list[ManifestEntry]:
     ]
 
 
+def stream_compression(name: str) -> str | None:
+    """The compression a JSON Lines shard's name implies (``.gz``, ``.zst``, ``.bz2``), or None."""
+    lower = name.lower()
+    return next((c for suffix, c in ((".gz", "gzip"), (".zst", "zstd"), (".bz2", "bz2")) if lower.endswith(suffix)), None)
+
+
 def _compression(parquet: pq.ParquetFile) -> str:
     try:
         codec = parquet.metadata.row_group(0).column(0).compression
@@ -445,50 +451,121 @@ def output_path(out_dir: Path, shard: ShardRef, inputs: frozenset[str] = frozens
 
 
 def copy_shard(source: ShardRef, destination: Path) -> None:
-    """Copy an unaffected shard byte for byte."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source.path, destination)
+    """Copy an unaffected shard byte for byte (through a temporary name, with the source's mode)."""
+    with atomic_path(destination, mkdir=True, like=Path(source.path)) as temp:
+        shutil.copyfile(source.path, temp)
 
 
 def replace_atomically(source_path: Path, write: Callable[[Path], None], check: Callable[[Path], None]) -> None:
     """Write a new version of ``source_path`` to a temporary file beside it, check it, then rename.
 
-    If writing or checking fails (or the process dies before the rename), the original is intact
-    and the temporary file is removed.
+    The temporary name ends in :data:`shardscan.atomic.TEMP_SUFFIX`, which discovery never reads
+    as data, so a run killed before the rename leaves nothing a later scan or gate would count;
+    the next run that writes the shard removes it. The new file gets the shard's mode, owner and
+    group. If writing or checking fails, the original is intact and the temporary file is removed.
+    A shard that is a symlink is replaced by the redacted file; the file it pointed to (which other
+    links, such as a Hugging Face cache's snapshots, may share) is left as it was.
     """
-    # The temporary name keeps the shard's suffixes, so a compressed shard is read back decompressed.
-    suffixes = "".join(source_path.suffixes[-2:])
-    fd, tmp = tempfile.mkstemp(prefix=f".{source_path.name}.redacting.", suffix=suffixes, dir=source_path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    with atomic_path(source_path, like=source_path, owner=True, through_links=False) as temp:
+        write(temp)
+        check(temp)
+
+
+@contextmanager
+def readable_copy(written: Path, original_name: str) -> Iterator[Path]:
+    """A path the reader reads ``written`` from as it would read a file named ``original_name``.
+
+    The reader picks a JSON Lines shard's decompression from its name, and a temporary name ends
+    in the reserved suffix: a compressed one is decompressed into a second temporary file (also
+    with the reserved suffix) for the check, which also proves it decompresses completely.
+    """
+    compression = stream_compression(original_name)
+    if compression is None:
+        yield written
+        return
+    plain = temp_path(written.with_name(Path(original_name).name))
     try:
-        write(tmp_path)
-        check(tmp_path)
-        os.replace(tmp_path, source_path)
+        with pa.input_stream(str(written), compression=compression) as source, open(plain, "wb") as sink:
+            while chunk := source.read(1 << 20):
+                sink.write(chunk)
+        yield plain
     finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
+        plain.unlink(missing_ok=True)
+
+
+# ---- manifest -----------------------------------------------------------------------------------
+
+MANIFEST_VERSION = 1
+MANIFEST_NAME = "redactions.json"
+
+
+def default_manifest(out_dir: Path | None) -> Path:
+    """Where the manifest goes unless ``--manifest`` says: beside ``--out`` (``clean`` ->
+    ``clean.redactions.json``), never inside it; ``redactions.json`` here for ``--in-place``."""
+    if out_dir is None:
+        return Path(MANIFEST_NAME)
+    resolved = out_dir.resolve()
+    return resolved.with_name(f"{resolved.name}.{MANIFEST_NAME}")
+
+
+def load_manifest(path: Path) -> dict:
+    """The manifest at ``path`` (an empty one when missing); ConfigError naming it when it is not one.
+
+    Redaction appends to an existing manifest, so a file that is not a shardscan manifest is
+    refused rather than replaced.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {"version": MANIFEST_VERSION, "runs": [], "redactions": []}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the existing redaction manifest ({type(exc).__name__})") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != MANIFEST_VERSION
+        or not isinstance(data.get("redactions"), list)
+        or not isinstance(data.get("runs", []), list)
+    ):
+        raise ConfigError(f"{path}: exists and is not a shardscan redaction manifest; choose another --manifest")
+    data.setdefault("runs", [])
+    return data
+
+
+def append_manifest(path: Path, entries: list[ManifestEntry], run: dict[str, Any] | None = None) -> dict:
+    """Add this run's ``entries`` to the manifest at ``path`` (created if missing); return what was written.
+
+    Earlier runs' entries are kept: a second ``redact`` of the same data adds to the record (each
+    entry names its run), it never replaces it. Written through a temporary file and a rename.
+    """
+    data = load_manifest(path)
+    number = len(data["runs"]) + 1
+    data["runs"].append({"run": number, **(run or {}), "redactions": len(entries)})
+    data["redactions"].extend(
+        {
+            "run": number,
+            "shard": e.shard,
+            "row": e.row,
+            "column": e.column,
+            "rule_id": e.rule_id,
+            "fingerprint": e.fingerprint,
+            "start": e.start,
+            "old_length": e.old_length,
+            "new_length": e.new_length,
+        }
+        for e in entries
+    )
+    write_file(path, json.dumps(data, indent=2) + "\n")
+    return data
 
 
 def write_manifest(path: Path, entries: list[ManifestEntry]) -> None:
-    """``redactions.json``: shard, row, column, rule, fingerprint, old and new lengths."""
-    data = {
-        "version": 1,
-        "redactions": [
-            {
-                "shard": e.shard,
-                "row": e.row,
-                "column": e.column,
-                "rule_id": e.rule_id,
-                "fingerprint": e.fingerprint,
-                "start": e.start,
-                "old_length": e.old_length,
-                "new_length": e.new_length,
-            }
-            for e in entries
-        ],
-    }
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    """``redactions.json``: shard, row, column, rule, fingerprint, old and new lengths (appended to
+    an existing manifest, see :func:`append_manifest`)."""
+    append_manifest(path, entries)
 
 
 # ---- orchestration ------------------------------------------------------------------------------
@@ -496,12 +573,17 @@ def write_manifest(path: Path, entries: list[ManifestEntry]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class RedactOutcome:
-    """What ``redact`` did: manifest entries, shards written, copied and failed (with reasons)."""
+    """What ``redact`` did: manifest entries, shards written, copied and failed (with reasons).
+
+    ``stopped`` is set when an output could not be written (a full disk, a read-only folder): the
+    run stopped there, and what it lists before that is complete.
+    """
 
     entries: tuple[ManifestEntry, ...]
     written: tuple[str, ...]
     copied: tuple[str, ...]
     failed: tuple[tuple[str, str], ...]
+    stopped: OutputError | None = None
 
 
 _WRITERS: dict[str, Callable[..., list[ManifestEntry]]] = {"parquet": redact_shard, "jsonl": redact_jsonl_shard}
@@ -537,6 +619,9 @@ def redact(
 
     ``rescan`` returns the fingerprints found in a written shard; a shard whose output still holds
     a fingerprint that was to be redacted fails, and (in place) the original is left untouched.
+    Every file is written under a temporary name (see :mod:`shardscan.atomic`) and renamed once
+    complete and checked; temporary files that killed runs left beside the files written are
+    removed first. An output that cannot be written stops the run (``stopped``).
     """
     by_shard: dict[str, list[Redaction]] = defaultdict(list)
     for r in redactions:
@@ -546,16 +631,33 @@ def redact(
     written: list[str] = []
     copied: list[str] = []
     failed: list[tuple[str, str]] = []
+
+    def outcome(stopped: OutputError | None = None) -> RedactOutcome:
+        return RedactOutcome(tuple(entries), tuple(written), tuple(copied), tuple(failed), stopped)
+
+    if in_place:
+        try:
+            for shard in shards:
+                if shard.filesystem is None:
+                    remove_stale_temps(Path(shard.path))
+        except OutputError as err:
+            return outcome(err)
     for shard in shards:
         items = by_shard.get(shard.display, [])
         if not items:
             if not in_place and not only_changed and out_dir is not None:
+                target = out_dir
                 try:
-                    copy_shard(shard, output_path(out_dir, shard, inputs))
+                    target = output_path(out_dir, shard, inputs)
+                    copy_shard(shard, target)
                 except RedactionError as err:
                     failed.append((shard.display, str(err)))
                     continue
+                except OutputError as err:
+                    return outcome(err)
                 except OSError as exc:
+                    if is_output_failure(exc):
+                        return outcome(OutputError(str(target), reason(exc)))
                     failed.append((shard.display, f"{shard.display}: copy failed ({type(exc).__name__})"))
                     continue
                 copied.append(shard.display)
@@ -563,7 +665,8 @@ def redact(
         wanted = {r.fingerprint for r in items}
 
         def check(path: Path, shard: ShardRef = shard, wanted: set[str] = wanted) -> None:
-            left = rescan(ShardRef(display=shard.display, path=str(path), format=shard.format)) & wanted
+            with readable_copy(path, shard.path) as readable:
+                left = rescan(ShardRef(display=shard.display, path=str(readable), format=shard.format)) & wanted
             if left:
                 raise RedactionError(f"{shard.display}: {len(left)} secret(s) still present after redaction")
 
@@ -578,23 +681,25 @@ def redact(
             continue
         writer = _WRITERS[shard.format]
 
+        target = Path(shard.path)
         try:
             if in_place:
-                replace_atomically(Path(shard.path), write, check)
+                replace_atomically(target, write, check)
             else:
                 assert out_dir is not None
                 target = output_path(out_dir, shard, inputs)
-                try:
-                    write(target)
-                    check(target)
-                except Exception:
-                    if target.exists():
-                        target.unlink()
-                    raise
+                # Folders below --out mirror the inputs' layout: they are part of the asked-for output.
+                with atomic_path(target, mkdir=True, like=Path(shard.path)) as temp:
+                    write(temp)
+                    check(temp)
         except RedactionError as err:
             failed.append((shard.display, str(err)))
             continue
+        except OutputError as err:
+            return outcome(err)
         except Exception as exc:  # a pyarrow failure must not escape with data in its message
+            if is_output_failure(exc):
+                return outcome(OutputError(str(target), reason(exc)))
             failed.append((shard.display, f"{shard.display}: redaction failed ({type(exc).__name__})"))
             continue
         entries += result
@@ -602,4 +707,4 @@ def redact(
     known = {s.display for s in shards}
     for name in sorted(set(by_shard) - known):
         failed.append((name, f"{name}: shard named in the findings was not among the inputs"))
-    return RedactOutcome(tuple(entries), tuple(written), tuple(copied), tuple(failed))
+    return outcome()

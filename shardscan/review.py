@@ -9,11 +9,8 @@ file (atomically), so an append can never corrupt an allowlist.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -33,6 +30,7 @@ from shardscan.allowlist import (
     looks_like_credential,
     parse_allowlist,
 )
+from shardscan.atomic import write_file
 from shardscan.errors import ConfigError
 
 NEW_FILE_HEADER = (
@@ -265,19 +263,9 @@ def _comparable(entry: AllowlistEntry) -> dict:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    # Replace the file a symlink points to, not the link (the allowlist may live in a shared repo).
-    path = path.resolve() if path.is_symlink() else path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Through a symlink, the file it points to is replaced, not the link (the allowlist may live
+    # in a shared repo), with its mode kept; its folder must exist (OutputError naming it if not).
+    write_file(path, text.encode("utf-8"))
 
 
 def existing_allowlist(path: str | Path, *, secret_check: SecretCheck | None = None) -> Allowlist | None:

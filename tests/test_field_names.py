@@ -132,7 +132,9 @@ def test_redact_never_writes_over_another_input(tmp_path: Path):
     (folder / "a.jsonl").write_text(json.dumps({"t": f"token {GH}"}) + "\n")
     (folder / "sub" / "a.jsonl").write_text(json.dumps({"t": "other data"}) + "\n")
     before = (folder / "sub" / "a.jsonl").read_bytes()
-    proc = _cli("redact", str(folder), "--out", str(folder / "sub"), "--no-allowlist")
+    # (The manifest goes outside the scanned folder: its default, beside --out, would be refused first.)
+    proc = _cli("redact", str(folder), "--out", str(folder / "sub"), "--no-allowlist",
+                "--manifest", str(tmp_path / "redactions.json"))
     assert proc.returncode != 0
     assert "would overwrite another input shard" in proc.stdout + proc.stderr
     assert (folder / "sub" / "a.jsonl").read_bytes() == before

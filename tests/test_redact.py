@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from shardscan.errors import OutputError
 from shardscan.synth import expand
 from tests.conftest import TRACE_SCHEMA, trace_row
 
@@ -103,7 +104,7 @@ def test_redacted_copy_keeps_everything_but_the_secrets(dataset: Path, tmp_path:
     after = _scan_json(out, tmp_path, "after")
     assert [f for f in after["findings"] if f["blocking"]] == []
 
-    manifest = json.loads((out / "redactions.json").read_text())
+    manifest = json.loads((tmp_path / "clean.redactions.json").read_text())
     assert sorted((m["row"], m["column"], m["fingerprint"]) for m in manifest["redactions"]) == sorted(
         (f["row"], f["column"], f["fingerprint"]) for f in blocking
     )
@@ -111,7 +112,7 @@ def test_redacted_copy_keeps_everything_but_the_secrets(dataset: Path, tmp_path:
         assert m["old_length"] > 0 and m["new_length"] == len("[REDACTED:xxxx:abcd]") - 4 + len(
             next(f["kind"] for f in blocking if f["fingerprint"] == m["fingerprint"])
         )
-    assert not _leaks((out / "redactions.json").read_text())
+    assert not _leaks((tmp_path / "clean.redactions.json").read_text())
 
 
 def test_same_secret_gets_same_placeholder(tmp_path: Path):
@@ -157,7 +158,7 @@ def test_in_place_survives_interruption_before_rename(dataset: Path, monkeypatch
         raise OSError("simulated crash before rename")
 
     monkeypatch.setattr(remediate.os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError):
         remediate.replace_atomically(
             shard,
             lambda p: remediate.redact_shard(shards[0], p, [c for c in chosen if c.shard == shards[0].display]),
@@ -228,7 +229,7 @@ def test_jsonl_shards_are_redacted_line_by_line(tmp_path: Path, suffix: str):
     assert third["instruction"].startswith("HF_TOKEN=[REDACTED:huggingface:")
     assert json.loads(written[3])["conversations"][1]["content"][0]["text"].startswith("gh [REDACTED:github:")
     assert not _leaks("\n".join(written))
-    manifest = json.loads((out_dir / "redactions.json").read_text())
+    manifest = json.loads((out_dir.parent / f"{out_dir.name}.redactions.json").read_text())
     assert sorted((m["row"], m["column"]) for m in manifest["redactions"]) == [
         (0, "conversations[1].content"), (2, "instruction"), (3, "conversations[1].content[0].text"),
     ]

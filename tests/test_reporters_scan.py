@@ -139,7 +139,7 @@ def test_cli_writes_several_formats_at_once(dataset, tmp_path):
         [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--now", "2026-12-02",
          "--format", f"json:{out / 'report.json'}", "--format", f"html:{out / 'audit.html'}",
          "--format", f"sarif:{out / 'report.sarif'}", "--format", f"junit:{out / 'junit.xml'}",
-         "--format", f"card:{out / 'card.md'}", "--format", "terminal"],
+         "--format", f"card:{out / 'card.md'}", "--format", "terminal", "--mkdir"],  # out/ is created on request
         capture_output=True, text=True,
     )
     assert proc.returncode == 3

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from shardscan.atomic import write_file
 from shardscan.report import Report
 
 
@@ -62,9 +63,11 @@ def render(report: Report, fmt: str, options: RenderOptions | None = None) -> st
     return renderer(fmt)(report, options or RenderOptions())
 
 
-def write(report: Report, fmt: str, path: Path, options: RenderOptions | None = None) -> Path:
-    """Render ``report`` in format ``fmt`` and write it to ``path`` (UTF-8; parent folders created)."""
+def write(report: Report, fmt: str, path: Path, options: RenderOptions | None = None, *, mkdir: bool = False) -> Path:
+    """Render ``report`` in format ``fmt`` and write it to ``path`` (UTF-8), completely or not at all.
+
+    Parent folders are created only with ``mkdir``. A failure raises OutputError naming ``path``
+    and leaves no partial file (see :mod:`shardscan.atomic`).
+    """
     text = render(report, fmt, options)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_file(path, text, mkdir=mkdir)
