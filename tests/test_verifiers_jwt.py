@@ -287,3 +287,39 @@ def test_examples_file_errors_name_the_entry():
         parse_examples({"examples": [{"kind": "jwt", "name": "a", "value": "x"}, {"kind": "jwt", "name": "b"}]})
     with pytest.raises(ConfigError, match=r"example #1: pattern does not compile"):
         parse_examples({"examples": [{"kind": "aws", "name": "a", "pattern": "("}]})
+
+
+def _auth0_jwe(header_claims: dict, seed: int = 11) -> str:
+    """An Auth0-style session cookie: ``alg: dir``, ``enc: A256GCM``, time claims in the protected header."""
+    rng = random.Random(seed)
+    header = b64url(json.dumps({"alg": "dir", "enc": "A256GCM", **header_claims}).encode())
+    return ".".join([header, "", b64url(rng.randbytes(12)), b64url(rng.randbytes(120)), b64url(rng.randbytes(16))])
+
+
+def test_jwe_protected_header_expiry_is_read():
+    from shardscan.policy import Policy
+
+    expired = only(f"appSession={_auth0_jwe({'iat': ts('2024-03-01T00:00:00'), 'exp': ts('2024-03-02T00:00:00')})}", "jwe")
+    assert (expired.verdict, expired.detail) == (
+        Verdict.EXPIRED,
+        "JWE (dir, A256GCM), 120-byte encrypted payload, expired 2024-03-02 (2 years ago) by its protected header",
+    )
+    live = only(f"appSession={_auth0_jwe({'iat': ts('2026-12-01T00:00:00'), 'exp': ts('2026-12-03T00:00:00')})}", "jwe")
+    assert (live.verdict, live.detail) == (
+        Verdict.UNVERIFIED,
+        "JWE (dir, A256GCM), 120-byte encrypted payload, expires 2026-12-03 (in 12 hours) by its protected header",
+    )
+    assert live.verdict in Policy().blocking_verdicts and expired.verdict not in Policy().blocking_verdicts
+
+
+def test_jwe_header_without_expiry_stays_unverified():
+    issued_only = only(f"appSession={_auth0_jwe({'iat': ts('2024-03-01T00:00:00')})}", "jwe")
+    assert (issued_only.verdict, issued_only.detail) == (
+        Verdict.UNVERIFIED,
+        "JWE (dir, A256GCM), 120-byte encrypted payload, no expiry (no exp claim), issued 2024-03-01 (2 years ago) "
+        "by its protected header",
+    )
+    broken_claim = only(f"appSession={_auth0_jwe({'exp': 'tomorrow'})}", "jwe")
+    assert (broken_claim.verdict, broken_claim.detail) == (
+        Verdict.UNVERIFIED, "JWE (dir, A256GCM), 120-byte encrypted payload: expiry cannot be read offline"
+    )
