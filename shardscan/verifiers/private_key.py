@@ -92,6 +92,10 @@ def check_private_key(candidate: Candidate, _context: object) -> Verification | 
                 first = first or (other, Verification(second.verdict, f"{second.detail} ({reading.note})"))
         if first is not None:
             block, outcome = first
+    elif outcome.canonical is None and (undecorated := _undecorated(candidate.secret)) is not None:
+        # Read as written, quote or comment marks were ignored: the fingerprint is taken without
+        # them too, so a key quoted in a Markdown export has the fingerprint of the key itself.
+        outcome = Verification(outcome.verdict, outcome.detail, canonical=undecorated)
     if block.unterminated:
         return Verification(outcome.verdict, f"no END line, the text stops inside the key: {outcome.detail}",
                             canonical=outcome.canonical)
@@ -233,6 +237,19 @@ def _markers(secret: str) -> tuple[re.Match[str], int, bool] | None:
         return None
     end = _END.search(secret, begin.end())
     return begin, (end.start() if end is not None else len(secret)), end is not None
+
+
+def _undecorated(secret: str) -> str | None:
+    """``secret`` without the quote and comment marks (:data:`_DECORATION`) between its markers (None: it has none)."""
+    if (marked := _markers(secret)) is None:
+        return None
+    begin, stop, _ = marked
+    inner = secret[begin.end() : stop][:MAX_BODY_CHARS]
+    plain = _WORD.sub(lambda m: "" if _DECORATION.fullmatch(m.group(0)) else m.group(0), inner)
+    return None if plain == inner else secret[: begin.end()] + plain + secret[begin.end() + len(inner) :]
+
+
+_WORD = re.compile(r"\S+")
 
 
 def _read_as(secret: str, reading: Reading) -> str | None:
