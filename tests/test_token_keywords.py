@@ -32,7 +32,18 @@ def test_builtin_token_keywords():
     assert set(RULESET.token_keywords) == {
         "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
         "hf_", "api_org_", "sk-ant-api", "sk-ant-admin", "sk-ant-oat", "sk-ant-ort",
-    }
+    } | _jose_layouts()
+
+
+def _jose_layouts() -> set[str]:
+    """JOSE headers serialised with whitespace: "{", the whitespace, a quoted alg/typ/kid/enc, in
+    base64url, only the characters those bytes fix (rules/jwt.yaml)."""
+    out = set()
+    for space in (" ", "  ", "\n", "\n ", "\n  ", "\n    ", "\n\t", "\r\n", "\r\n  ", "\r\n    ", "\r\n\t", "\t"):
+        for name in ("alg", "typ", "kid", "enc"):
+            data = ("{" + space + '"' + name + '"').encode()
+            out.add(base64.urlsafe_b64encode(data).decode()[: len(data) * 8 // 6])
+    return out
 
 
 @pytest.mark.parametrize(

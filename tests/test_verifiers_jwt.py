@@ -323,3 +323,27 @@ def test_jwe_header_without_expiry_stays_unverified():
     assert (broken_claim.verdict, broken_claim.detail) == (
         Verdict.UNVERIFIED, "JWE (dir, A256GCM), 120-byte encrypted payload: expiry cannot be read offline"
     )
+
+
+@pytest.mark.parametrize("layout", ["indent", "indent4", "tabs", "spaced", "crlf"])
+def test_a_header_serialised_with_whitespace_is_a_jwt(layout):
+    """``{\\n  "alg": …`` is base64url ``ewog…``, ``{ "alg"`` is ``eyAi…``: found by the prefilter and verified."""
+    import pyarrow as pa
+
+    from shardscan.synth import expand
+    from tests.verifier_helpers import scanner
+
+    token = expand(f"{{{{jwt_layout:{layout}}}}}", seed=layout)
+    assert not token.startswith("eyJ")
+    text = f'resp = requests.get(url, headers={{"Authorization": "Bearer {token}"}})'
+    result = scanner().scan_table(pa.table({"code": [text, "print('done')"]}))
+    assert [(f.rule_id, f.location.row, f.start, f.end, str(f.verdict)) for f in result.findings] == [
+        ("jwt", 0, text.index(token), text.index(token) + len(token), "valid")
+    ]
+    assert result.findings[0].detail == "HS256 JWT, expires 2100-01-01 (in 73 years)"
+
+
+def test_a_spaced_header_without_alg_is_not_a_jwt():
+    header = b64url(b'{\n  "typ": "JWT"\n}')
+    token = f"{header}.{b64url(json.dumps({'sub': '1'}).encode())}.{b64url(random.Random(3).randbytes(32))}"
+    assert verify(token, "jwt", NOW).verdict == Verdict.INVALID

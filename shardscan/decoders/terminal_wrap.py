@@ -247,22 +247,53 @@ MIN_PIECE = 4
 def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ()) -> list[str]:
     """Prefilter patterns for each keyword cut at each of its positions by a line break (see :data:`_PREFIX_CHARS`).
 
-    One pattern per cut position: the head before a line break when it is long enough to be
-    selective, else the tail after a line break and a prefix. Pieces without a letter or digit
-    (the dashes of ``-----BEGIN``) are never searched for alone.
+    At each cut position, the head before a line break when it is long enough to be selective,
+    else the tail after a line break and a prefix. Pieces without a letter or digit (the dashes of
+    ``-----BEGIN``) are never searched for alone. The pieces of all keywords are merged into three
+    patterns (heads, heads after a token boundary, tails), each head set written as a trie: a few
+    hundred literal alternatives would slow every prefilter pass down.
     """
-    out: list[str] = []
+    heads: set[str] = set()
+    bounded: set[str] = set()
+    tails: set[str] = set()
     for keyword in keywords:
         token = keyword in token_keywords
         for cut in range(1, len(keyword)):
             head, tail = keyword[:cut], keyword[cut:]
             if any(c.isalnum() for c in head) and len(head) >= MIN_PIECE:
-                out.append(_literal(head) + r"\r?\n")
+                heads.add(head)
             elif any(c.isalnum() for c in head) and token and len(head) >= MIN_TOKEN_HEAD:
-                out.append(_BOUNDARY + _literal(head) + r"\r?\n")
+                bounded.add(head)
             elif any(c.isalnum() for c in tail) and len(tail) >= (2 if token else MIN_PIECE):
-                out.append(r"\n" + _PREFIX_CHARS + _literal(tail))
-    return list(dict.fromkeys(out))
+                tails.add(tail[:MAX_TAIL])
+    out: list[str] = []
+    if heads:
+        out.append(_trie(sorted(heads)) + r"\r?\n")
+    if bounded:
+        out.append(_BOUNDARY + _trie(sorted(bounded)) + r"\r?\n")
+    if tails:
+        out.append(r"\n" + _PREFIX_CHARS + _trie(sorted(tails)))
+    return out
+
+
+# A tail is searched for by its first characters only (a superset: the cell is scanned exactly).
+MAX_TAIL = 8
+
+
+def _trie(words: list[str]) -> str:
+    """A regex matching exactly ``words`` (sorted), their common prefixes factored out."""
+    if words == [""]:
+        return ""
+    groups: dict[str, list[str]] = {}
+    ends = False
+    for word in words:
+        if not word:
+            ends = True
+            continue
+        groups.setdefault(word[0], []).append(word[1:])
+    branches = [_literal(first) + _trie(rest) for first, rest in groups.items()]
+    body = branches[0] if len(branches) == 1 and not ends else "(?:" + "|".join(branches) + ")"
+    return body + ("?" if ends and branches else "")
 
 
 def _literal(text: str) -> str:
