@@ -152,7 +152,13 @@ def _wraps(text: str) -> list[tuple[int, int]]:
     widths = {n for n, c in counts.items() if MIN_WIDTH <= n <= MAX_WIDTH + MAX_PREFIX and (c >= 2 or n in COMMON_WIDTHS)}
     if not widths:
         return []
-    cuts = [i for i, n in enumerate(lengths[:-1]) if n in widths and _ends_in_token(shown[i])]
+    # A line of that width, or the first line of a run of two of that width (see _joins).
+    last = len(lines) - 1
+    cuts = [
+        i for i, n in enumerate(lengths[:-1])
+        if (n in widths or (n >= MIN_WIDTH and i + 2 <= last and lengths[i + 1] == lengths[i + 2] in widths))
+        and _ends_in_token(shown[i])
+    ]
     if cuts and "-----BEGIN" in text:
         armored = _armored(shown)
         cuts = [i for i in cuts if not armored[i]]
@@ -166,12 +172,12 @@ def _wraps(text: str) -> list[tuple[int, int]]:
         for kind in (*WRAP_PREFIXES, None):
             at = 0 if kind is None else prefix_length(line, kind)
             after = 0 if kind is None else prefix_length(following, kind)
-            if at < 0 or after < 0:
+            if after < 0:
                 continue
-            if _joins(runs, kind, i, len(line) - at, following, after):
+            if _joins(runs, kind, i, len(line) - at if at >= 0 else -1, following, after):
                 out.append((starts[i] + len(line), starts[i + 1] + after))
                 break
-            if kind in _DISTINCT:
+            if kind in _DISTINCT and at >= 0:
                 break  # both lines carry this prefix: it is not a diff mark, indentation or text
     return out
 
@@ -194,20 +200,33 @@ def _armored(lines: list[str]) -> list[bool]:
 
 
 def _joins(runs: _Runs, kind: LinePrefix | None, index: int, width: int, following: str, after: int) -> bool:
-    """Whether line ``index`` (``width`` characters after its prefix) was cut at the width of its run."""
-    if following[after : after + 1] not in _TOKEN_START or not MIN_WIDTH <= width <= MAX_WIDTH:
+    """Whether line ``index`` (``width`` characters after its prefix of ``kind``; -1: it has none) was
+    cut at the width of its run, the next line carrying that prefix."""
+    if following[after : after + 1] not in _TOKEN_START:
         return False
     line = runs.lines[index]
     tail = line[-MIN_TOKEN:]
     head = following[after : after + MIN_TOKEN]
     if len(tail) - len(tail.rstrip(_TOKEN_CHARS)) + len(head) - len(head.lstrip(_TOKEN_CHARS)) < MIN_TOKEN:
         return False  # too short a run of token characters across the cut to be a secret
-    run = runs.run(kind, index)
-    if width in run.blob_widths:
-        return False
-    if any(runs.width(kind, j) == width for j in (index - 1, index + 1)):
-        return True  # two lines of one width in a row: text cut there
-    return width in COMMON_WIDTHS and width == run.widest  # a pane: nothing is printed wider
+    if MIN_WIDTH <= width <= MAX_WIDTH:
+        run = runs.run(kind, index)
+        if width in run.blob_widths:
+            return False
+        if any(runs.width(kind, j) == width for j in (index - 1, index + 1)):
+            return True  # two lines of one width in a row: text cut there
+        if width in COMMON_WIDTHS and width == run.widest:
+            return True  # a pane: nothing is printed wider
+    # The first line of a run, glued to what came before it on its line (a JSON-serialised
+    # observation starts after '"observation": "'): its own width says nothing, the two lines
+    # after it say the width, and it holds at least that much.
+    next_width = runs.width(kind, index + 1)
+    return (
+        MIN_WIDTH <= next_width <= MAX_WIDTH
+        and runs.width(kind, index + 2) == next_width
+        and len(line) >= next_width
+        and next_width not in runs.run(kind, index + 1).blob_widths
+    )
 
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
