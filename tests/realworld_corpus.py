@@ -804,8 +804,9 @@ def long_traces() -> list[Case]:
 def gaps() -> list[Case]:
     """Known gaps: credentials the scanner does not (yet) report as labelled. Reported, not counted.
 
-    A token cut apart by the text itself at a width no terminal pane has (a pane capture at 80 or
-    120 columns is joined back by the terminal-wrap decoder) reads as two unrelated pieces.
+    A token cut apart once by the text itself, at a width below 40 columns and with no second line
+    of that width (text cut at 40 to 400 columns is joined back by the terminal-wrap decoder when
+    two adjacent lines show the width), reads as two unrelated pieces.
     """
     wrapped = f"GITHUB_TOKEN={ghp('gap-wrap')}"
     return [
