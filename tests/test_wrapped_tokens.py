@@ -12,6 +12,7 @@ import pytest
 from shardscan.decoders import terminal_wrap
 from shardscan.decoders.base import DecodeRequest
 from shardscan.engine import Scanner, ScanOptions
+from shardscan.prefilter import Prefilter
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand, private_key_pem
 from tests.conftest import FIXED_NOW
@@ -216,3 +217,29 @@ def test_joining_is_linear_in_the_number_of_lines():
     large = seconds(100_000)
     # Linear: about ten times the small cell's time; quadratic would be a hundred times.
     assert large < 30 * small + 0.5, (small, large)
+
+
+def _cut_keywords() -> list[tuple[str, int]]:
+    ruleset = load_ruleset()
+    keywords = [k for k in dict.fromkeys(ruleset.keywords) if k not in ruleset.context_keywords]
+    return [(k, cut) for k in keywords for cut in range(1, len(k))]
+
+
+def test_every_keyword_cut_at_every_position_selects_its_cell():
+    """Under a quote, pytest's E, a line number or a timestamp, and with none: the prefilter
+    (Hyperscan where installed, else RE2) picks the cell by the keyword's pieces alone."""
+    cells, names = [], []
+    for keyword, cut in _cut_keywords():
+        for prefix in ("", "> ", "E   ", "   12 | ", "2026-11-30T10:15:01.137Z "):
+            cells.append(f"{prefix}value: {keyword[:cut]}\n{prefix}{keyword[cut:]}Q7xZ2mK9pL4v")
+            names.append((keyword, cut, prefix))
+    re2_only = Prefilter(SCANNER.prefilter.pattern)  # no Hyperscan expressions: RE2 runs the pattern
+    for prefilter in (SCANNER.prefilter, re2_only):
+        mask = prefilter.mask(pa.array(cells))
+        assert [name for name, hit in zip(names, mask, strict=True) if not hit] == []
+
+
+def test_words_ending_like_a_keyword_head_do_not_select_a_cell():
+    text = ("They said the key\nwas in the task\nand the map was new\nbut nobody knew where to look: ask\n"
+            "the owner of the disk\nor check the log output again in a few\nminutes, then try the high\nroad.")
+    assert not SCANNER.prefilter.mask(pa.array([text]))[0]
