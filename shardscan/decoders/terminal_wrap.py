@@ -69,6 +69,7 @@ _DISTINCT = frozenset({LinePrefix.QUOTE, LinePrefix.PYTEST, LinePrefix.LOG, Line
 
 
 def _ends_in_token(line: str) -> bool:
+    """Whether ``line`` ends in a token character (see :data:`_TOKEN_END`)."""
     last = line[-1:]
     return last in _TOKEN_END if last != "-" else line[-2:-1] in _ALNUM and len(line) > 1
 
