@@ -36,10 +36,10 @@ def test_builtin_token_keywords():
 
 
 def _jose_layouts() -> set[str]:
-    """JOSE headers serialised with whitespace: "{", the whitespace, a quoted alg/typ/kid/enc, in
-    base64url, only the characters those bytes fix (rules/jwt.yaml)."""
+    """JOSE headers serialised with whitespace: "{", the whitespace of the common layouts, a quoted
+    alg/typ/kid/enc, in base64url, only the characters those bytes fix (rules/jwt.yaml)."""
     out = set()
-    for space in (" ", "  ", "\n", "\n ", "\n  ", "\n    ", "\n\t", "\r\n", "\r\n  ", "\r\n    ", "\r\n\t", "\t"):
+    for space in (" ", "\n  ", "\n    ", "\n\t"):
         for name in ("alg", "typ", "kid", "enc"):
             data = ("{" + space + '"' + name + '"').encode()
             out.add(base64.urlsafe_b64encode(data).decode()[: len(data) * 8 // 6])

@@ -325,7 +325,7 @@ def test_jwe_header_without_expiry_stays_unverified():
     )
 
 
-@pytest.mark.parametrize("layout", ["indent", "indent4", "tabs", "spaced", "crlf"])
+@pytest.mark.parametrize("layout", ["indent", "indent4", "tabs", "spaced"])
 def test_a_header_serialised_with_whitespace_is_a_jwt(layout):
     """``{\\n  "alg": …`` is base64url ``ewog…``, ``{ "alg"`` is ``eyAi…``: found by the prefilter and verified."""
     import pyarrow as pa
@@ -347,3 +347,4 @@ def test_a_spaced_header_without_alg_is_not_a_jwt():
     header = b64url(b'{\n  "typ": "JWT"\n}')
     token = f"{header}.{b64url(json.dumps({'sub': '1'}).encode())}.{b64url(random.Random(3).randbytes(32))}"
     assert verify(token, "jwt", NOW).verdict == Verdict.INVALID
+
