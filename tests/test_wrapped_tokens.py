@@ -226,12 +226,17 @@ def _cut_keywords() -> list[tuple[str, int]]:
 
 
 def test_every_keyword_cut_at_every_position_selects_its_cell():
-    """Under a quote, pytest's E, a line number or a timestamp, and with none: the prefilter
-    (Hyperscan where installed, else RE2) picks the cell by the keyword's pieces alone."""
+    """The prefilter (Hyperscan where installed, else RE2) picks the cell by the keyword's pieces
+    alone: cut after four characters or more under any prefix (and CRLF), cut sooner bare, under a
+    quote (nested too) or pytest's E."""
     cells, names = [], []
     for keyword, cut in _cut_keywords():
-        for prefix in ("", "> ", "E   ", "   12 | ", "2026-11-30T10:15:01.137Z "):
-            cells.append(f"{prefix}value: {keyword[:cut]}\n{prefix}{keyword[cut:]}Q7xZ2mK9pL4v")
+        prefixes = ["", "> ", "> > ", "E   ", "E       "]
+        if cut >= terminal_wrap.MIN_HEAD:
+            prefixes += ["+", "   12 | ", "2026-11-30T10:15:01.137Z ", "\r"]
+        for prefix in prefixes:
+            first = "" if prefix == "\r" else prefix
+            cells.append(f"{first}value: {keyword[:cut]}\n{prefix}{keyword[cut:]}Q7xZ2mK9pL4v".replace("\n\r", "\r\n"))
             names.append((keyword, cut, prefix))
     re2_only = Prefilter(SCANNER.prefilter.pattern)  # no Hyperscan expressions: RE2 runs the pattern
     for prefilter in (SCANNER.prefilter, re2_only):

@@ -250,54 +250,44 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
     yield Decoded(0, len(text), "".join(pieces), offsets)
 
 
-# A keyword cut by a wrap, for the prefilter: its head ends a line, or (where the head is too short
-# to be worth searching for) its tail starts the next line, after a prefix of these characters
-# (a quote, pytest's E, diff marks, line numbers, timestamps; unbounded: a superset is harmless
-# and Hyperscan is exact on it).
-_PREFIX_CHARS = r"(?:[ \t>E+\-0-9|:.,TZ\[\]]|→|│)*"
-# A token keyword's head counts after one of these (a positive class: Hyperscan runs the prefilter
-# only on patterns it matches exactly, which rules out ``^`` and negated classes).
-_BOUNDARY = r"""[\s"'`=:;,(\[{<>|/]"""
-# Shortest piece searched for: a token keyword's head after a boundary ("ey" of eyJ, "AK" of AKIA),
-# any other piece alone (a line ending in "T3" is one base64 line in 4,096).
-MIN_TOKEN_HEAD = 2
-MIN_PIECE = 4
+# A keyword cut by a wrap, for the prefilter. Where the head before the line break has
+# MIN_HEAD characters or more, the head at the end of a line (whatever prefix the next line
+# has); where it is shorter (``e`` | ``yJ``, ``gh`` | ``p_``), the whole keyword with the line
+# break and one of these prefixes inside it. Both as literals (written as tries), which Hyperscan
+# matches at no measurable cost; a pattern with a repeated class (any line number, any
+# timestamp) or single-character prefixes (a diff's ``+``) after the short heads cost a fifth of
+# the prefilter's time.
+MIN_HEAD = 4
+_SHORT_HEAD_PREFIXES = ("", "> ", "> > ", "E   ", "E       ")
 
 
 def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ()) -> list[str]:
-    """Prefilter patterns for each keyword cut at each of its positions by a line break (see :data:`_PREFIX_CHARS`).
+    """Prefilter patterns for each keyword cut at each of its positions by a line break.
 
-    At each cut position, the head before a line break when it is long enough to be selective,
-    else the tail after a line break and a prefix. Pieces without a letter or digit (the dashes of
-    ``-----BEGIN``) are never searched for alone. The pieces of all keywords are merged into three
-    patterns (heads, heads after a token boundary, tails), each head set written as a trie: a few
-    hundred literal alternatives would slow every prefilter pass down.
+    Two patterns for all keywords together: the heads of :data:`MIN_HEAD` characters or more
+    followed by a line break, and the keywords cut after a shorter head, with a line break and a
+    prefix of :data:`_SHORT_HEAD_PREFIXES` at the cut (the tail cut to :data:`MAX_TAIL`
+    characters). ``token_keywords`` need no special form: the pieces are selective enough.
     """
     heads: set[str] = set()
-    bounded: set[str] = set()
-    tails: set[str] = set()
+    split: set[str] = set()
     for keyword in keywords:
-        token = keyword in token_keywords
         for cut in range(1, len(keyword)):
-            head, tail = keyword[:cut], keyword[cut:]
-            if any(c.isalnum() for c in head) and len(head) >= MIN_PIECE:
+            head, tail = keyword[:cut], keyword[cut:][:MAX_TAIL]
+            if cut >= MIN_HEAD:
                 heads.add(head)
-            elif any(c.isalnum() for c in head) and token and len(head) >= MIN_TOKEN_HEAD:
-                bounded.add(head)
-            elif any(c.isalnum() for c in tail) and len(tail) >= (2 if token else MIN_PIECE):
-                tails.add(tail[:MAX_TAIL])
+            else:
+                split.update(head + "\n" + prefix + tail for prefix in _SHORT_HEAD_PREFIXES)
     out: list[str] = []
     if heads:
         out.append(_trie(sorted(heads)) + r"\r?\n")
-    if bounded:
-        out.append(_BOUNDARY + _trie(sorted(bounded)) + r"\r?\n")
-    if tails:
-        out.append(r"\n" + _PREFIX_CHARS + _trie(sorted(tails)))
+    if split:
+        out.append(_trie(sorted(split)))
     return out
 
 
 # A tail is searched for by its first characters only (a superset: the cell is scanned exactly).
-MAX_TAIL = 8
+MAX_TAIL = 4
 
 
 def _trie(words: list[str]) -> str:
@@ -317,7 +307,8 @@ def _trie(words: list[str]) -> str:
 
 
 def _literal(text: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "\\" + c for c in text)
+    """``text`` as a regex matching it literally, in syntax both RE2 and Hyperscan read the same way."""
+    return "".join(c if c.isalnum() or c == "_" else "\\n" if c == "\n" else "\\" + c for c in text)
 
 
 def encode(text: str, width: int = 80, prefix: str = "") -> str:
