@@ -9,22 +9,24 @@ that prefix between its pieces, and no rule reads it whole. This decoder joins a
 one, removing the next line's prefix, where:
 
 * the join falls between token characters (the first line ends in one, the next line's text
-  after its prefix starts with one), perhaps inside a token's prefix (``sk-an`` | ``t-api03-``);
+  after its prefix starts with one), perhaps inside a token's prefix (``sk-an`` | ``t-api03-``),
+  inside a run of at least 20 of them across the cut (the shortest secret a rule reports);
 * the first line's text (after its prefix) has the width the text was cut at. The width is taken
   from evidence, not from a list: the line before or after it carries the same kind of prefix
   (:mod:`shardscan.line_prefix`) and has exactly the same width of text after it (a run of lines
   of one width: text long enough to be cut more than once), at any width from 40 to 400 columns.
   A common pane width (80, 120, 200 columns…) needs no second line, as before, when no line of
   the run of lines around it (consecutive lines with that prefix, or non-blank lines) is wider:
-  a pane capture of a single export line.
+  a pane capture of a single export line. The first line of a run may be glued to text before it
+  (a JSON observation after ``"observation": "``): the two lines after it then give the width.
 
-Runs whose lines of that width are all standard base64 (PEM bodies at 64, ``base64`` output at 76,
-OpenSSH keys at 70) are wrapped on purpose and left alone, and so are the lines of a PEM block:
-the private-key verifier reads a body across its line breaks and the prefixes tools print, and
-a blob's own decoder reads the blob. A line of output that happens
-to fill the width and ends in a token is joined to the next line too; the reading as written is
-scanned as well, and the engine keeps whichever of the two readings verification says is the
-secret (a joined reading that no verifier prefers is dropped).
+Runs whose lines of that width are all standard base64 (PEM bodies at 64, ``base64`` output at
+76, OpenSSH keys at 70) are wrapped on purpose and left alone, and so are the lines of a PEM
+block: the private-key verifier reads a body across its line breaks and the prefixes tools
+print, and a blob's own decoder reads the blob. A line of output that happens to fill the width
+and ends in a token is joined to the next line too; the reading as written is scanned as well,
+and the engine keeps whichever of the two readings verification says is the secret (the joined
+one on a tie). See docs/wrapped-tokens.md.
 
 A keyword cut by the wrap (``gh`` | ``p_``) is not in the text for the prefilter to find: the
 prefilter looks for each keyword's pieces on either side of a line break (:func:`keyword_forms`).
