@@ -307,3 +307,31 @@ GENERATORS.update({
     "pypi": lambda rng, arg: pypi_token(rng, arg or "user"),
     "onepassword": lambda rng, arg: onepassword_service_account(rng, arg),
 })
+
+
+# JOSE headers as hand-written scripts and tutorials serialise them: the layout names the
+# whitespace json.dumps / JSON.stringify put in (``indent``: ``{\n  "alg": ...``, ``tabs``,
+# ``crlf``, ``spaced``: ``{ "alg": ... }``).
+_JOSE_LAYOUTS: dict[str, dict[str, object]] = {
+    "indent": {"indent": 2},
+    "indent4": {"indent": 4},
+    "tabs": {"indent": "\t"},
+}
+
+
+def jwt_layout(rng: random.Random, layout: str = "indent", exp: int | None = 4_102_444_800) -> str:
+    """A JWT (HS256) whose header and payload are JSON serialised with whitespace (see ``_JOSE_LAYOUTS``)."""
+    header: dict[str, object] = {"typ": "JWT", "alg": "HS256"} if layout == "tabs" else {"alg": "HS256", "typ": "JWT"}
+    payload: dict[str, object] = {"sub": _chars(rng, string.digits, 10), "iat": 1_500_000_000}
+    if exp is not None:
+        payload["exp"] = exp
+    if layout == "crlf":
+        parts = [json.dumps(p, indent=2).replace("\n", "\r\n") for p in (header, payload)]
+    elif layout == "spaced":
+        parts = ["{ " + json.dumps(p)[1:-1] + " }" for p in (header, payload)]
+    else:
+        parts = [json.dumps(p, **_JOSE_LAYOUTS[layout]) for p in (header, payload)]  # type: ignore[arg-type]
+    return ".".join([b64url(parts[0].encode()), b64url(parts[1].encode()), b64url(rng.randbytes(32))])
+
+
+GENERATORS["jwt_layout"] = lambda rng, arg: jwt_layout(rng, arg or "indent")

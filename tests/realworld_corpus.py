@@ -804,8 +804,9 @@ def long_traces() -> list[Case]:
 def gaps() -> list[Case]:
     """Known gaps: credentials the scanner does not (yet) report as labelled. Reported, not counted.
 
-    A token cut apart by the text itself at a width no terminal pane has (a pane capture at 80 or
-    120 columns is joined back by the terminal-wrap decoder) reads as two unrelated pieces.
+    A token cut apart once by the text itself, at a width below 40 columns and with no second line
+    of that width (text cut at 40 to 400 columns is joined back by the terminal-wrap decoder when
+    two adjacent lines show the width), reads as two unrelated pieces.
     """
     wrapped = f"GITHUB_TOKEN={ghp('gap-wrap')}"
     return [
@@ -972,9 +973,113 @@ def llm_code_cases() -> list[Case]:
     return cases
 
 
+# ---- exported coding-agent transcripts ---------------------------------------------------------
+
+
+def _cut(text: str, width: int, prefix: str | None = None, gutter=None) -> str:
+    """``text`` cut every ``width`` characters (a pane, pytest's repr, a fixed-width export), each
+    piece after ``prefix`` or after ``gutter(n)`` (line numbers, timestamps)."""
+    pieces = [line[i : i + width] for line in text.split("\n") for i in range(0, max(len(line), 1), width)]
+    return "\n".join((gutter(n) if gutter else prefix or "") + piece for n, piece in enumerate(pieces))
+
+
+def transcripts() -> list[Case]:
+    """Sessions as coding assistants export them: Markdown exports quoting tool output, aider chat
+    histories, pytest failures printing a config repr cut at its own width, SWE-agent JSON
+    trajectories. Credentials are cut by the width the text was printed at (inside their prefix
+    too), with the export's prefix on every piece; the negatives are ordinary text printed the same
+    ways (blobs, certificates, listings, dumps), which must stay quiet."""
+    cases: list[Case] = []
+
+    def add(name: str, text: str, *expect: Expect) -> None:
+        cases.append(Case(name, "transcripts", text, tuple(expect)))
+
+    # A Markdown export (Cursor / Claude Code style) quoting a pane captured at 80 columns; the
+    # Anthropic key starts at column 76, so the pane cut it inside its prefix (sk-an|t-).
+    a, o = ant("md-export"), oai("md-export")
+    prompt = "(venv) dev@workstation-7:~/src/support-bot$ "
+    command = prompt + "ANTHROPIC_BASE_URL=https://api.anthropic.com "
+    command = command.ljust(75, " ") + "ANTHROPIC_API_KEY=" + a + " python bot.py --dry-run"
+    pane = _cut(command, 80) + "\n" + _cut("$ printenv OPENAI_API_KEY\n" + o, 80)
+    add("md-export-quoted-pane", "\n".join([
+        "## User", "", "The bot still fails to start, can you check?", "",
+        "## Assistant", "", "I'll run it with the environment it uses.", "",
+        "> **Tool call:** `bash`", ">", "> ```", "\n".join("> " + line for line in pane.split("\n")), "> ```", "",
+        "The key is accepted; the failure comes from the base URL.",
+    ]), E("anthropic-api-key", a), E("openai-api-key", o))
+
+    # An aider chat history (.aider.chat.history.md): tool output quoted with "> ", a long git
+    # command cut at 72 columns by the export.
+    h = hf("aider")
+    push = (f"Running git push --force-with-lease https://oauth2:{h}@huggingface.co/spaces/acme-research/"
+            "retrieval-demo-space main --set-upstream --verbose")
+    add("aider-chat-history", "\n".join([
+        "# aider chat started at 2026-11-30 10:12:03", "",
+        "> /home/dev/.local/bin/aider --model sonnet", "> Aider v0.62.1",
+        "> Main model: claude-3-5-sonnet-20241022 with diff edit format", "> Git repo: .git with 42 files", "",
+        "#### push the space so I can try it", "",
+        "> Run shell command? (Y)es/(N)o [Yes]: y", _cut(push, 72, "> "),
+        "> remote: Enumerating objects: 12, done.", "",
+        "The space is pushed; it will rebuild in a minute.",
+    ]), E("huggingface-token", h))
+
+    # A pytest failure printing a settings object's repr, cut at 66 columns after "E   ".
+    o2, a2, t = oai("pytest-repr"), ant("pytest-repr"), jwt("pytest-repr", alg="HS256")
+    settings = (f"Settings(openai_api_key='{o2}', anthropic_api_key='{a2}', model='gpt-4o-mini', "
+                f"timeout=30, retries=3, service_token='{t}', base_url='https://api.example.com/v1')")
+    add("pytest-failure-config-repr", "\n".join([
+        "============================= FAILURES =============================",
+        "_________________________ test_load_settings _________________________",
+        "", "    def test_load_settings():", "        settings = load_settings()",
+        ">       assert settings == EXPECTED", _cut("AssertionError: assert " + settings + " == EXPECTED", 66, "E   "),
+        "", "tests/test_settings.py:14: AssertionError",
+        "=========================== short test summary info ===========================",
+        "FAILED tests/test_settings.py::test_load_settings - AssertionError: assert Settings(...) == EXPECTED",
+    ]), E("openai-api-key", o2), E("anthropic-api-key", a2), E("jwt", t))
+
+    # A SWE-agent trajectory (JSON): an observation of a log printed with timestamps, each line
+    # cut at 97 columns, and a token printed whole by git.
+    g, t2 = ghp("swe-agent"), jwt("swe-agent", alg="RS256")
+    log = ("worker started with service credentials " + "Authorization: Bearer " + t2
+           + " scope=jobs:write queue=default region=eu-west-1 (rotating hourly)")
+    observation = _cut(log, 97, gutter=lambda n: f"2026-11-30T10:15:{n:02d}.{n * 137 % 1000:03d}Z ")
+    trajectory = {"environment": "swe_main", "trajectory": [
+        {"action": "cat logs/worker.log | tail -n 20", "observation": observation,
+         "thought": "The worker authenticates; the failure must come later."},
+        {"action": "git remote -v", "observation": f"origin\thttps://{g}@github.com/acme/worker.git (fetch)\n",
+         "thought": "The remote embeds a token."},
+    ]}
+    add("swe-agent-trajectory", json.dumps(trajectory, indent=2), E("jwt", t2), G(g))
+
+    # Negatives: ordinary text printed the same ways.
+    rng = _rng("transcripts-negatives")
+    listing = "\n".join(
+        f"> -rw-r--r-- 1 dev dev {rng.randint(1000, 99999):>6} Nov 30 10:{i:02d} "
+        f"{''.join(rng.choice(string.ascii_lowercase) for _ in range(14))}_{i:03d}.parquet"
+        for i in range(30)
+    )
+    add("md-export-quoted-listing", "> ```\n" + listing + "\n> ```")
+    add("md-export-quoted-base64", "> ```\n" + _cut(b64("transcripts-blob", 2400), 76, "> ") + "\n> ```")
+    add("pytest-quoted-certificate", "E   " + certificate().replace("\n", "\nE   "))
+    dump = "\n".join(
+        f"E   {i * 16:08x}: " + " ".join(rng.randbytes(2).hex() for _ in range(8)) + "  "
+        + "".join(rng.choice(string.ascii_letters + ".") for _ in range(16))
+        for i in range(24)
+    )
+    add("pytest-hexdump", dump)
+    prose = ("The migration keeps the old tokens valid until every worker has restarted, then revokes "
+             "them in one batch; nothing printed here can be replayed after the rotation window. ") * 8
+    add("md-export-wrapped-prose", _cut(prose, 71, "> "))
+    sha_lines = "\n".join(f"{i + 1:>6}\t{hexs(f'transcripts-sha{i}', 64)}  shards/train-{i:05d}.parquet"
+                           for i in range(30))
+    add("cat-n-checksums", sha_lines)
+    return cases
+
+
 def corpus() -> list[Case]:
-    """Every case: positives first (long sessions last among them), then hard negatives."""
-    return positives() + long_traces() + negatives() + llm_code_cases()
+    """Every case: positives first (long sessions last among them), then hard negatives, then the
+    blocks of families and transcript shapes added later (each with its positives and negatives)."""
+    return positives() + long_traces() + negatives() + llm_code_cases() + transcripts()
 
 
 # ---- evaluation ----------------------------------------------------------------------------------

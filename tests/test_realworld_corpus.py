@@ -132,3 +132,14 @@ def test_the_report_holds_no_credential(cases, results):
             for piece in (exp.secret, *exp.secret.splitlines()[1:-1]):
                 if len(piece) >= 16:
                     assert piece not in text
+
+
+def test_exported_transcripts_are_covered(results):
+    """Markdown exports, aider histories, pytest repr failures and SWE-agent trajectories: every
+    credential cut by their widths and prefixes found, their wrapped ordinary text quiet."""
+    mine = [r for r in results if r.case.category == "transcripts"]
+    assert {r.case.name for r in mine if not r.case.negative} == {
+        "md-export-quoted-pane", "aider-chat-history", "pytest-failure-config-repr", "swe-agent-trajectory",
+    }
+    assert sum(len(r.found) for r in mine) == sum(len(r.case.expect) for r in mine) == 8
+    assert [r.case.name for r in mine if r.case.negative and r.extra] == []

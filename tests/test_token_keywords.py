@@ -32,11 +32,22 @@ def test_builtin_token_keywords():
     assert set(RULESET.token_keywords) >= {
         "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
         "hf_", "api_org_", "sk-ant-api", "sk-ant-admin", "sk-ant-oat", "sk-ant-ort",
-    }
+    } | _jose_layouts()
     assert not {"T3BlbkFJ", "-----BEGIN"} & set(RULESET.token_keywords)
     # Short prefixes of the LLM, registry and CI families that ordinary words contain (task-,
     # ufw_, rapidapi, --sk-): counted only at a token start.
     assert set(RULESET.token_keywords) >= {"sk-", "r8_", "fw_", "csk-", "AIza", "dapi", "pul-", "npm_", "dp.st."}
+
+
+def _jose_layouts() -> set[str]:
+    """JOSE headers serialised with whitespace: "{", the whitespace of the common layouts, a quoted
+    alg/typ/kid/enc, in base64url, only the characters those bytes fix (rules/jwt.yaml)."""
+    out = set()
+    for space in (" ", "\n  ", "\n    ", "\n\t"):
+        for name in ("alg", "typ", "kid", "enc"):
+            data = ("{" + space + '"' + name + '"').encode()
+            out.add(base64.urlsafe_b64encode(data).decode()[: len(data) * 8 // 6])
+    return out
 
 
 @pytest.mark.parametrize(

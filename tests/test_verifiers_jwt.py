@@ -287,3 +287,64 @@ def test_examples_file_errors_name_the_entry():
         parse_examples({"examples": [{"kind": "jwt", "name": "a", "value": "x"}, {"kind": "jwt", "name": "b"}]})
     with pytest.raises(ConfigError, match=r"example #1: pattern does not compile"):
         parse_examples({"examples": [{"kind": "aws", "name": "a", "pattern": "("}]})
+
+
+def _auth0_jwe(header_claims: dict, seed: int = 11) -> str:
+    """An Auth0-style session cookie: ``alg: dir``, ``enc: A256GCM``, time claims in the protected header."""
+    rng = random.Random(seed)
+    header = b64url(json.dumps({"alg": "dir", "enc": "A256GCM", **header_claims}).encode())
+    return ".".join([header, "", b64url(rng.randbytes(12)), b64url(rng.randbytes(120)), b64url(rng.randbytes(16))])
+
+
+def test_jwe_protected_header_expiry_is_read():
+    from shardscan.policy import Policy
+
+    expired = only(f"appSession={_auth0_jwe({'iat': ts('2024-03-01T00:00:00'), 'exp': ts('2024-03-02T00:00:00')})}", "jwe")
+    assert (expired.verdict, expired.detail) == (
+        Verdict.EXPIRED,
+        "JWE (dir, A256GCM), 120-byte encrypted payload, expired 2024-03-02 (2 years ago) by its protected header",
+    )
+    live = only(f"appSession={_auth0_jwe({'iat': ts('2026-12-01T00:00:00'), 'exp': ts('2026-12-03T00:00:00')})}", "jwe")
+    assert (live.verdict, live.detail) == (
+        Verdict.UNVERIFIED,
+        "JWE (dir, A256GCM), 120-byte encrypted payload, expires 2026-12-03 (in 12 hours) by its protected header",
+    )
+    assert live.verdict in Policy().blocking_verdicts and expired.verdict not in Policy().blocking_verdicts
+
+
+def test_jwe_header_without_expiry_stays_unverified():
+    issued_only = only(f"appSession={_auth0_jwe({'iat': ts('2024-03-01T00:00:00')})}", "jwe")
+    assert (issued_only.verdict, issued_only.detail) == (
+        Verdict.UNVERIFIED,
+        "JWE (dir, A256GCM), 120-byte encrypted payload, no expiry (no exp claim), issued 2024-03-01 (2 years ago) "
+        "by its protected header",
+    )
+    broken_claim = only(f"appSession={_auth0_jwe({'exp': 'tomorrow'})}", "jwe")
+    assert (broken_claim.verdict, broken_claim.detail) == (
+        Verdict.UNVERIFIED, "JWE (dir, A256GCM), 120-byte encrypted payload: expiry cannot be read offline"
+    )
+
+
+@pytest.mark.parametrize("layout", ["indent", "indent4", "tabs", "spaced"])
+def test_a_header_serialised_with_whitespace_is_a_jwt(layout):
+    """``{\\n  "alg": …`` is base64url ``ewog…``, ``{ "alg"`` is ``eyAi…``: found by the prefilter and verified."""
+    import pyarrow as pa
+
+    from shardscan.synth import expand
+    from tests.verifier_helpers import scanner
+
+    token = expand(f"{{{{jwt_layout:{layout}}}}}", seed=layout)
+    assert not token.startswith("eyJ")
+    text = f'resp = requests.get(url, headers={{"Authorization": "Bearer {token}"}})'
+    result = scanner().scan_table(pa.table({"code": [text, "print('done')"]}))
+    assert [(f.rule_id, f.location.row, f.start, f.end, str(f.verdict)) for f in result.findings] == [
+        ("jwt", 0, text.index(token), text.index(token) + len(token), "valid")
+    ]
+    assert result.findings[0].detail == "HS256 JWT, expires 2100-01-01 (in 73 years)"
+
+
+def test_a_spaced_header_without_alg_is_not_a_jwt():
+    header = b64url(b'{\n  "typ": "JWT"\n}')
+    token = f"{header}.{b64url(json.dumps({'sub': '1'}).encode())}.{b64url(random.Random(3).randbytes(32))}"
+    assert verify(token, "jwt", NOW).verdict == Verdict.INVALID
+

@@ -1,60 +1,235 @@
-"""Lines a terminal wrapped at its width, joined back (a long token printed in a fixed-width pane).
+"""Lines cut at a fixed width, joined back: a long token printed in a pane, a pytest diff, a quoted export.
 
 A screen capture of a terminal (tmux's ``capture-pane`` without ``-J``, a pane scraped by an
-agent harness) cuts every line longer than the pane into pieces exactly as wide as the pane: an
-OpenAI key exported at column 20 of an 80-column pane spans three lines, and no rule reads it
-whole. This decoder joins a line to the next one where the line is as long as the capture's
-longest line (the pane's width) and the join falls between token characters.
+agent harness) cuts every line longer than the pane into pieces exactly as wide as the pane; a
+pytest assertion diff prints a config object's repr cut at its own width (66 columns, say); a
+Markdown export of a session then puts ``> `` in front of every line of the tool output, pytest
+``E   ``, a diff ``+``, a file view a line number. A key printed there spans several lines, with
+that prefix between its pieces, and no rule reads it whole. This decoder joins a line to the next
+one, removing the next line's prefix, where:
 
-Only common pane widths (80, 120, 200 columns…) are trusted as widths, and only when the longest
-line has that width: PEM bodies (64) and ``base64`` output (76) are wrapped on purpose and left
-alone. A line of output that happens to fill the pane exactly and ends in a token is joined to
-the next line too; the reading as written is scanned as well, and the engine keeps whichever of
-the two readings verification says is the secret.
+* the join falls between token characters (the first line ends in one, the next line's text
+  after its prefix starts with one), perhaps inside a token's prefix (``sk-an`` | ``t-api03-``),
+  inside a run of at least 20 of them across the cut (the shortest secret a rule reports);
+* the first line's text (after its prefix) has the width the text was cut at. The width is taken
+  from evidence, not from a list: the line before or after it carries the same kind of prefix
+  (:mod:`shardscan.line_prefix`) and has exactly the same width of text after it (a run of lines
+  of one width: text long enough to be cut more than once), at any width from 40 to 400 columns.
+  A common pane width (80, 120, 200 columns…) needs no second line, as before, when no line of
+  the run of lines around it (consecutive lines with that prefix, or non-blank lines) is wider:
+  a pane capture of a single export line. The first line of a run may be glued to text before it
+  (a JSON observation after ``"observation": "``): the two lines after it then give the width.
+
+Runs whose lines of that width are all standard base64 (PEM bodies at 64, ``base64`` output at
+76, OpenSSH keys at 70) are wrapped on purpose and left alone, and so are the lines of a PEM
+block: the private-key verifier reads a body across its line breaks and the prefixes tools
+print, and a blob's own decoder reads the blob. A line of output that happens to fill the width
+and ends in a token is joined to the next line too; the reading as written is scanned as well,
+and the engine keeps whichever of the two readings verification says is the secret (the joined
+one on a tie). See docs/wrapped-tokens.md.
+
+A keyword cut by the wrap (``gh`` | ``p_``) is not in the text for the prefilter to find: the
+prefilter looks for each keyword's pieces on either side of a line break (:func:`keyword_forms`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
+from shardscan.line_prefix import WRAP_PREFIXES, LinePrefix, prefix_length
 
 NAME = "terminal-wrap"
 
-# Pane widths trusted without further evidence: what terminals and harnesses default to.
+# Pane widths trusted on a single cut line: what terminals and harnesses default to.
 COMMON_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
-# A break is joined where token characters end the full line (a token cut at the pane's edge,
-# perhaps right after its prefix; not a PEM marker's dashes, whose block is read line by line
-# anyway) and a token character starts the next one.
-_CUT_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.][A-Za-z0-9_+/=.]\r?\Z")
-_TOKEN_START = re.compile(r"[A-Za-z0-9_\-+/=.]")
+# Widths taken from evidence (two adjacent lines that wide).
+MIN_WIDTH = 40
+MAX_WIDTH = 400
+# The longest prefix a line of a run may carry besides its text (a syslog stamp and host name).
+MAX_PREFIX = 160
+# Characters a cut line may end in: a token's (a PEM marker's dashes end in a dash after a dash,
+# and its block is read line by line anyway; a dash after a letter or digit is a token's, as in
+# ``sk-`` | ``ant-``).
+_TOKEN_END = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_TOKEN_START = _TOKEN_END | {"-"}
+_TOKEN_CHARS = "".join(sorted(_TOKEN_START))
+# The shortest secret a rule reports (an AWS access key ID): a cut inside a shorter run of token
+# characters (a file name at the end of an ``ls -l`` line, then the next line's permissions)
+# cannot have split one.
+MIN_TOKEN = 20
+_STANDARD_BASE64 = re.compile(r"[A-Za-z0-9+/=]+")
+# Kinds of prefix whose pattern cannot be mistaken for the start of a wrapped token's next piece:
+# when both lines carry one, that is the prefix. The others (a diff's one character, indentation)
+# are tried in turn with the evidence of the width, then no prefix at all.
+_DISTINCT = frozenset({LinePrefix.QUOTE, LinePrefix.PYTEST, LinePrefix.LOG, LinePrefix.SERVICE, LinePrefix.LINE_NUMBER})
+
+
+def _ends_in_token(line: str) -> bool:
+    """Whether ``line`` ends in a token character (see :data:`_TOKEN_END`)."""
+    last = line[-1:]
+    return last in _TOKEN_END if last != "-" else line[-2:-1] in _ALNUM and len(line) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What a run of lines says about the width it was cut at.
+
+    A run is a maximal stretch of consecutive lines carrying one kind of prefix (for no prefix: of
+    non-blank lines). ``blob_widths`` are the widths at which every line of the run is standard
+    base64 (a blob wrapped on purpose: PEM at 64, ``base64`` at 76).
+    """
+
+    widest: int
+    blob_widths: frozenset[int]
+
+
+class _Runs:
+    """Per kind of prefix (None: no prefix), each line's run, computed once per kind and text."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self._cache: dict[LinePrefix | None, tuple[list[int], list[_Run]]] = {}
+
+    def run(self, kind: LinePrefix | None, index: int) -> _Run:
+        """The run of ``kind`` holding line ``index`` (which carries that prefix)."""
+        if kind not in self._cache:
+            self._cache[kind] = self._build(kind)
+        run_of, runs = self._cache[kind]
+        return runs[run_of[index]]
+
+    def width(self, kind: LinePrefix | None, index: int) -> int:
+        """The width of line ``index`` after its prefix of ``kind`` (-1 when there is no such line or prefix)."""
+        if not 0 <= index < len(self.lines):
+            return -1
+        line = self.lines[index]
+        at = 0 if kind is None else prefix_length(line, kind)
+        return -1 if at < 0 or not line else len(line) - at
+
+    def _build(self, kind: LinePrefix | None) -> tuple[list[int], list[_Run]]:
+        run_of: list[int] = []
+        runs: list[_Run] = []
+        widest = -1
+        pure: dict[int, bool] = {}
+        inside = False
+        for index in range(len(self.lines)):
+            width = self.width(kind, index)
+            if width < 0:
+                if inside:
+                    runs.append(_Run(widest, frozenset(w for w, p in pure.items() if p)))
+                    inside = False
+                run_of.append(-1)
+                continue
+            if not inside:
+                inside, widest, pure = True, -1, {}
+            widest = max(widest, width)
+            if width >= MIN_WIDTH and pure.get(width, True):
+                line = self.lines[index]
+                pure[width] = _STANDARD_BASE64.fullmatch(line, len(line) - width) is not None
+            run_of.append(len(runs))
+        if inside:
+            runs.append(_Run(widest, frozenset(w for w, p in pure.items() if p)))
+        return run_of, runs
 
 
 def _wraps(text: str) -> list[tuple[int, int]]:
-    """The line breaks to remove, as (start, end) spans of ``text`` ("\\n" or "\\r\\n").
+    """The spans to remove, each a line break and the next line's prefix ("\\n", "\\r\\n" and what follows).
 
-    Most texts are rejected after C-speed passes: the longest line must be as wide as a common
-    pane (a terminal cannot show a longer one).
+    Linear in the text: each line is looked at a bounded number of times, and each kind of prefix
+    builds its runs once (a cell of 100,000 lines of one width costs one pass per kind).
     """
     lines = text.split("\n")
     if len(lines) < 2:
         return []
-    lengths = list(map(len, lines[:-1]))
     # Widths on screen: a CRLF line's "\r" is not shown.
-    shown = [n - line.endswith("\r") for n, line in zip(lengths, lines)] if "\r" in text else lengths
-    width = max(shown)
-    if width not in COMMON_WIDTHS:
+    shown = [line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines
+    lengths = list(map(len, shown))
+    # Most texts stop here, after C-speed passes: evidence needs two lines of one length (a
+    # constant prefix keeps lengths equal) or a line as wide as a common pane.
+    counts = Counter(lengths)
+    widths = {n for n, c in counts.items() if MIN_WIDTH <= n <= MAX_WIDTH + MAX_PREFIX and (c >= 2 or n in COMMON_WIDTHS)}
+    if not widths:
         return []
-    prefix = list(accumulate(lengths, initial=0))
+    # A line of that width, or the first line of a run of two of that width (see _joins).
+    last = len(lines) - 1
+    cuts = [
+        i for i, n in enumerate(lengths[:-1])
+        if (n in widths or (n >= MIN_WIDTH and i + 2 <= last and lengths[i + 1] == lengths[i + 2] in widths))
+        and _ends_in_token(shown[i])
+    ]
+    if cuts and "-----BEGIN" in text:
+        armored = _armored(shown)
+        cuts = [i for i in cuts if not armored[i]]
+    if not cuts:
+        return []
+    starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
+    runs = _Runs(shown)
     out: list[tuple[int, int]] = []
-    for i, n in enumerate(shown):
-        if n != width or not _CUT_TOKEN.search(lines[i]) or not _TOKEN_START.match(lines[i + 1]):
-            continue
-        stop = prefix[i] + i + lengths[i]  # offset of the "\n" after the line
-        out.append((stop - (lengths[i] - n), stop + 1))
+    for i in cuts:
+        line, following = shown[i], shown[i + 1]
+        for kind in (*WRAP_PREFIXES, None):
+            at = 0 if kind is None else prefix_length(line, kind)
+            after = 0 if kind is None else prefix_length(following, kind)
+            if after < 0:
+                continue
+            if _joins(runs, kind, i, len(line) - at if at >= 0 else -1, following, after):
+                out.append((starts[i] + len(line), starts[i + 1] + after))
+                break
+            if kind in _DISTINCT and at >= 0:
+                break  # both lines carry this prefix: it is not a diff mark, indentation or text
     return out
+
+
+def _armored(lines: list[str]) -> list[bool]:
+    """Whether each line lies in a PEM block, from its BEGIN line to its END line.
+
+    A PEM body is wrapped on purpose and its verifier reads it across line breaks and the prefixes
+    tools print; joined, the lines of a body printed through a log collector would read as one
+    line holding the collector's words.
+    """
+    out: list[bool] = []
+    inside = False
+    for line in lines:
+        inside = inside or "-----BEGIN" in line
+        out.append(inside)
+        if "-----END" in line:
+            inside = False
+    return out
+
+
+def _joins(runs: _Runs, kind: LinePrefix | None, index: int, width: int, following: str, after: int) -> bool:
+    """Whether line ``index`` (``width`` characters after its prefix of ``kind``; -1: it has none) was
+    cut at the width of its run, the next line carrying that prefix."""
+    if following[after : after + 1] not in _TOKEN_START:
+        return False
+    line = runs.lines[index]
+    tail = line[-MIN_TOKEN:]
+    head = following[after : after + MIN_TOKEN]
+    if len(tail) - len(tail.rstrip(_TOKEN_CHARS)) + len(head) - len(head.lstrip(_TOKEN_CHARS)) < MIN_TOKEN:
+        return False  # too short a run of token characters across the cut to be a secret
+    if MIN_WIDTH <= width <= MAX_WIDTH:
+        run = runs.run(kind, index)
+        if width in run.blob_widths:
+            return False
+        if any(runs.width(kind, j) == width for j in (index - 1, index + 1)):
+            return True  # two lines of one width in a row: text cut there
+        if width in COMMON_WIDTHS and width == run.widest:
+            return True  # a pane: nothing is printed wider
+    # The first line of a run, glued to what came before it on its line (a JSON-serialised
+    # observation starts after '"observation": "'): its own width says nothing, the two lines
+    # after it say the width, and it holds at least that much.
+    next_width = runs.width(kind, index + 1)
+    return (
+        MIN_WIDTH <= next_width <= MAX_WIDTH
+        and runs.width(kind, index + 2) == next_width
+        and len(line) >= next_width
+        and next_width not in runs.run(kind, index + 1).blob_widths
+    )
 
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
@@ -77,13 +252,74 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
     yield Decoded(0, len(text), "".join(pieces), offsets)
 
 
-def encode(text: str, width: int = 80) -> str:
-    """The inverse for tests: every line cut into pieces of ``width`` characters."""
+# A keyword cut by a wrap, for the prefilter. Where the head before the line break has
+# MIN_HEAD characters or more, the head at the end of a line (whatever prefix the next line
+# has); where it is shorter (``e`` | ``yJ``, ``gh`` | ``p_``), the whole keyword with the line
+# break and one of these prefixes inside it. Both as literals (written as tries), which Hyperscan
+# matches at no measurable cost; a pattern with a repeated class (any line number, any
+# timestamp) or single-character prefixes (a diff's ``+``) after the short heads cost a fifth of
+# the prefilter's time.
+MIN_HEAD = 4
+_SHORT_HEAD_PREFIXES = ("", "> ", "> > ", "E   ", "E       ")
+
+
+def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ()) -> list[str]:
+    """Prefilter patterns for each keyword cut at each of its positions by a line break.
+
+    Two patterns for all keywords together: the heads of :data:`MIN_HEAD` characters or more
+    followed by a line break, and the keywords cut after a shorter head, with a line break and a
+    prefix of :data:`_SHORT_HEAD_PREFIXES` at the cut (the tail cut to :data:`MAX_TAIL`
+    characters). ``token_keywords`` need no special form: the pieces are selective enough.
+    """
+    heads: set[str] = set()
+    split: set[str] = set()
+    for keyword in keywords:
+        for cut in range(1, len(keyword)):
+            head, tail = keyword[:cut], keyword[cut:][:MAX_TAIL]
+            if cut >= MIN_HEAD:
+                heads.add(head)
+            else:
+                split.update(head + "\n" + prefix + tail for prefix in _SHORT_HEAD_PREFIXES)
+    out: list[str] = []
+    if heads:
+        out.append(_trie(sorted(heads)) + r"\r?\n")
+    if split:
+        out.append(_trie(sorted(split)))
+    return out
+
+
+# A tail is searched for by its first characters only (a superset: the cell is scanned exactly).
+MAX_TAIL = 4
+
+
+def _trie(words: list[str]) -> str:
+    """A regex matching exactly ``words`` (sorted), their common prefixes factored out."""
+    if words == [""]:
+        return ""
+    groups: dict[str, list[str]] = {}
+    ends = False
+    for word in words:
+        if not word:
+            ends = True
+            continue
+        groups.setdefault(word[0], []).append(word[1:])
+    branches = [_literal(first) + _trie(rest) for first, rest in groups.items()]
+    body = branches[0] if len(branches) == 1 and not ends else "(?:" + "|".join(branches) + ")"
+    return body + ("?" if ends and branches else "")
+
+
+def _literal(text: str) -> str:
+    """``text`` as a regex matching it literally, in syntax both RE2 and Hyperscan read the same way."""
+    return "".join(c if c.isalnum() or c == "_" else "\\n" if c == "\n" else "\\" + c for c in text)
+
+
+def encode(text: str, width: int = 80, prefix: str = "") -> str:
+    """The inverse for tests: every line cut into pieces of ``width`` characters, each after ``prefix``."""
     return "\n".join(
-        line[i : i + width] for line in text.split("\n") for i in range(0, max(len(line), 1), width)
+        prefix + line[i : i + width] for line in text.split("\n") for i in range(0, max(len(line), 1), width)
     )
 
 
 # Not gated like the escape decoders (a line break near a keyword, which nearly every text has:
-# finding the keywords first would cost more than this decoder's own C-speed reject).
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, trigger="\n")
+# finding the keywords first would cost more than this decoder's own reject of texts without a cut).
+DECODER = Decoder(name=NAME, decode=decode, encode=encode, keyword_forms=keyword_forms, trigger="\n")

@@ -122,7 +122,7 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
         now = now.replace(tzinfo=UTC)
     parts = token.split(".")
     if len(parts) == 5:
-        return _verify_jwe(parts)
+        return _verify_jwe(parts, now)
     if len(parts) != 3:
         return Verification(Verdict.INVALID, f"{len(parts)} dot-separated parts (a JWS has 3, a JWE 5), not a {what}")
     header = json_object(b64url_decode(parts[0]))
@@ -204,7 +204,7 @@ def _validity(exp: datetime | None, nbf: datetime | None, now: datetime, issued:
     return f"expires {day(exp)} ({ago(exp, now)})"
 
 
-def _verify_jwe(parts: list[str]) -> Verification:
+def _verify_jwe(parts: list[str], now: datetime) -> Verification:
     header = json_object(b64url_decode(parts[0]))
     if header is None or not isinstance(header.get("alg"), str) or not isinstance(header.get("enc"), str):
         return Verification(Verdict.INVALID, "five parts but the header is not base64url JSON with alg and enc, not a JWE")
@@ -224,4 +224,28 @@ def _verify_jwe(parts: list[str]) -> Verification:
                 Verdict.INVALID,
                 f"{shown}: IV {len(iv)} bytes, tag {len(tag)} bytes; {safe_text(enc, 20)} uses {iv_bytes} and {tag_bytes} (mangled)",
             )
-    return Verification(Verdict.UNVERIFIED, f"{shown}, {len(ciphertext)}-byte encrypted payload: expiry cannot be read offline")
+    payload = f"{shown}, {len(ciphertext)}-byte encrypted payload"
+    return _jwe_header_times(header, now, payload) or Verification(
+        Verdict.UNVERIFIED, f"{payload}: expiry cannot be read offline"
+    )
+
+
+def _jwe_header_times(header: dict, now: datetime, shown: str) -> Verification | None:
+    """The verdict a JWE's protected header gives by its own time claims, or None when it has none.
+
+    Some issuers copy ``exp``/``nbf``/``iat`` into the protected header, which is readable without
+    the key (Auth0's ``alg: dir`` session cookies; RFC 7516 section 5.3 allows replicated claims).
+    The header is authenticated with the payload, so its expiry is the token's. Only ``exp`` decides
+    the verdict: a token with ``iat`` alone may live for ever, and stays ``unverified``.
+    """
+    times = _time_claims(header)
+    if isinstance(times, str):
+        return None  # an unreadable claim proves nothing: the token stays unverified, blocking
+    exp, nbf = times
+    issued = as_timestamp(header.get("iat"))
+    if exp is None and nbf is None and issued is None:
+        return None
+    if exp is not None and exp <= now:
+        return Verification(Verdict.EXPIRED, f"{shown}, expired {day(exp)} ({ago(exp, now)}) by its protected header")
+    when = _validity(exp, nbf, now, issued)
+    return Verification(Verdict.UNVERIFIED, f"{shown}, {when} by its protected header")

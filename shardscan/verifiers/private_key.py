@@ -29,6 +29,7 @@ import textwrap
 from dataclasses import dataclass
 from functools import cache
 
+from shardscan.line_prefix import DIFF_OR_QUOTE, PATTERNS, LinePrefix
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.example import known_examples
 from shardscan.verifiers.placeholder import is_word_like
@@ -91,6 +92,10 @@ def check_private_key(candidate: Candidate, _context: object) -> Verification | 
                 first = first or (other, Verification(second.verdict, f"{second.detail} ({reading.note})"))
         if first is not None:
             block, outcome = first
+    elif outcome.canonical is None and (undecorated := _undecorated(candidate.secret)) is not None:
+        # Read as written, quote or comment marks were ignored: the fingerprint is taken without
+        # them too, so a key quoted in a Markdown export has the fingerprint of the key itself.
+        outcome = Verification(outcome.verdict, outcome.detail, canonical=undecorated)
     if block.unterminated:
         return Verification(outcome.verdict, f"no END line, the text stops inside the key: {outcome.detail}",
                             canonical=outcome.canonical)
@@ -152,33 +157,23 @@ _MARKUP = re.compile(r"<br\s*/?>|(?:\x1b|\\u001[bB]|\\x1[bB]|\\033|\\e)\[[0-9;?]
 
 READINGS: tuple[Reading, ...] = (
     Reading("read without markup or colour codes"),
-    # cat -n and nl ("     1<TAB>"), Claude Code's file view ("     1→"), grep -n ("12:"), bat ("12 │").
-    Reading("read without the line numbers in front of each line",
-            re.compile(r"[ \t]*\d{1,7}(?:[ \t]*[→│|:-][ \t]?|[ \t]+|$)")),
-    # A diff's added or removed lines, or a quoted reply.
-    Reading("read without the diff or quote mark in front of each line", re.compile(r"[ \t]*[+\->]")),
-    # grep -r ("path/key.pem:"), grep -rn ("path/key.pem:12:") and its context lines ("path/key.pem-13-").
-    Reading("read without the file name in front of each line",
-            re.compile(r"[ \t]*(?:[^\s:]{1,200}:(?:\d{1,7}:)?|[^\s:]{1,200}?-\d{1,7}-)")),
-    # Log lines ("[2024-05-01 10:00:00] ", "2024-05-01T10:00:00Z INFO ", kubectl logs --timestamps'
-    # "2024-05-01T10:00:00.123456789Z ", syslog's "May  1 10:00:00 host app[42]: ", Python
-    # logging's "INFO:root:"). A level word must end in a colon or a space: a key body starts
-    # with capitals too ("MIIE...").
-    Reading("read without the log prefix in front of each line",
-            re.compile(r"[ \t]*(?:\[[^\]\n]{1,60}\]|\d{4}-\d\d-\d\d[T ][0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?"
-                       r"(?:[ \t]+[A-Z]{3,8}(?::|(?=[ \t])))?|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d[ \t]+\S{1,64}[ \t]+"
-                       r"[^\s:]{1,64}:|[A-Z]{4,8}:[A-Za-z0-9_.]{1,64}:)[ \t]*")),
+    # The prefixes are those every line-printing tool is known by (shardscan.line_prefix), shared
+    # with the reading of tokens wrapped across prefixed lines.
+    Reading("read without the line numbers in front of each line", PATTERNS[LinePrefix.LINE_NUMBER]),
+    # A diff's added or removed lines, or a quoted reply (nested quotes too).
+    Reading("read without the diff or quote mark in front of each line", DIFF_OR_QUOTE),
+    Reading("read without the file name in front of each line", PATTERNS[LinePrefix.FILE_NAME]),
+    Reading("read without the log prefix in front of each line", PATTERNS[LinePrefix.LOG]),
     # cat -A and cat -e: a $ at the end of every line.
     Reading("read without the $ that cat -A puts at the end of each line", suffix=re.compile(r"(?:\^M)?\$\s*$")),
     # docker compose logs ("app-1  | "), with -t a timestamp after the bar.
-    Reading("read without the service name in front of each line",
-            re.compile(r"[ \t]*[A-Za-z0-9][A-Za-z0-9_.-]{0,63}[ \t]+\|[ \t]?"
-                       r"(?:\d{4}-\d\d-\d\dT[0-9:.,]+(?:Z|[+-]\d\d:?\d\d)?[ \t])?")),
+    Reading("read without the service name in front of each line", PATTERNS[LinePrefix.SERVICE]),
+    # pytest's failure lines ("E       ").
+    Reading("read without pytest's E in front of each line", PATTERNS[LinePrefix.PYTEST]),
     # Any other log format (journalctl, heroku, pm2, loguru, Go's log, Ray's worker prefix, BuildKit,
     # gh run view, CloudWatch): a key line is one word, so everything up to the last blank before
     # it is the prefix. Safe however loose: a reading counts only when the body then loads as a key.
-    Reading("read without the text in front of each line",
-            re.compile(r"[^\n]*?[ \t]+(?=[^ \t]+[ \t]*$)"), explains=False),
+    Reading("read without the text in front of each line", PATTERNS[LinePrefix.ANY_TEXT], explains=False),
 )
 
 
@@ -242,6 +237,19 @@ def _markers(secret: str) -> tuple[re.Match[str], int, bool] | None:
         return None
     end = _END.search(secret, begin.end())
     return begin, (end.start() if end is not None else len(secret)), end is not None
+
+
+def _undecorated(secret: str) -> str | None:
+    """``secret`` without the quote and comment marks (:data:`_DECORATION`) between its markers (None: it has none)."""
+    if (marked := _markers(secret)) is None:
+        return None
+    begin, stop, _ = marked
+    inner = secret[begin.end() : stop][:MAX_BODY_CHARS]
+    plain = _WORD.sub(lambda m: "" if _DECORATION.fullmatch(m.group(0)) else m.group(0), inner)
+    return None if plain == inner else secret[: begin.end()] + plain + secret[begin.end() + len(inner) :]
+
+
+_WORD = re.compile(r"\S+")
 
 
 def _read_as(secret: str, reading: Reading) -> str | None:
