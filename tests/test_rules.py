@@ -20,6 +20,10 @@ from shardscan.synth import expand
 
 BUILTIN = load_ruleset()
 KINDS = {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
+# Cloud, messaging, payments and SaaS families.
+KINDS |= {"gcp", "azure", "digitalocean", "alibaba", "heroku", "supabase", "vercel", "netlify", "flyio", "cloudflare",
+          "slack", "discord", "telegram", "stripe", "sendgrid", "twilio", "mailgun", "mailchimp", "shopify", "notion",
+          "linear", "postman", "sentry", "newrelic", "datadog", "grafana", "age"}
 
 
 def _example_cases() -> list:
@@ -53,6 +57,7 @@ def test_builtin_kinds_are_the_seven_families():
     assert set(BUILTIN.kinds) == KINDS
     assert [p.name for p in builtin_rule_files()] == sorted(
         f"{k}.yaml" for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key")
+        + ("age", "cloud", "messaging", "saas", "stripe")
     )
 
 

@@ -32,7 +32,17 @@ def test_builtin_token_keywords():
     assert set(RULESET.token_keywords) == {
         "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
         "hf_", "api_org_", "sk-ant-api", "sk-ant-admin", "sk-ant-oat", "sk-ant-ort",
-    }
+    } | CLOUD_SAAS_TOKEN_KEYWORDS
+
+
+# The prefixes of the cloud, messaging, payments and SaaS rules.
+CLOUD_SAAS_TOKEN_KEYWORDS = {
+    "dop_v1_", "doo_v1_", "dor_v1_", "LTAI", "HRKU-", "sbp_", "sb_secret_", "vcp_", "vci_", "vca_", "vcr_", "vck_",
+    "nfp_", "nfc_", "nfo_", "nfu_", "fo1_", "fm2_", "fm1r_", "fm1a_", "v1.0-", "xoxb-", "xoxp-", "xoxa-", "xoxr-",
+    "xoxs-", "xapp-", "xoxe.xox", "xoxe-", "sk_live_", "rk_live_", "sk_test_", "rk_test_", "pk_live_", "pk_test_",
+    "SG.", "shpat_", "shpca_", "shppa_", "shpss_", "ntn_", "lin_api_", "PMAK-", "sntrys_", "sntryu_", "NRAK-", "NRII-",
+    "NRIQ-", "glc_", "glsa_", "AGE-SECRET-KEY-1",
+}
 
 
 @pytest.mark.parametrize(

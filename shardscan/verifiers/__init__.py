@@ -21,6 +21,14 @@ from shardscan.verifiers.jwt import check_jwt
 from shardscan.verifiers.openai import check_openai
 from shardscan.verifiers.placeholder import check_placeholder, dictionary, leading_placeholder
 from shardscan.verifiers.private_key import check_private_key
+from shardscan.verifiers.age import check_age
+from shardscan.verifiers.azure import check_azure_storage_key
+from shardscan.verifiers.discord import check_discord
+from shardscan.verifiers.gcp import check_gcp_service_account
+from shardscan.verifiers.grafana import check_grafana
+from shardscan.verifiers.sentry import check_sentry
+from shardscan.verifiers.slack import check_slack
+from shardscan.verifiers.stripe import check_stripe
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +54,14 @@ VERIFIERS: dict[str, Verifier] = {
     "aws-secret": check_aws_secret,
     "openai-key": check_openai,
     "anthropic-key": check_anthropic,
+    "gcp-service-account": check_gcp_service_account,
+    "azure-storage-key": check_azure_storage_key,
+    "discord": check_discord,
+    "stripe": check_stripe,
+    "sentry": check_sentry,
+    "grafana": check_grafana,
+    "age-checksum": check_age,
+    "slack": check_slack,
 }
 
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")
