@@ -41,7 +41,7 @@ CLOUD_SAAS_TOKEN_KEYWORDS = {
     "nfp_", "nfc_", "nfo_", "nfu_", "fo1_", "fm2_", "fm1r_", "fm1a_", "v1.0-", "xoxb-", "xoxp-", "xoxa-", "xoxr-",
     "xoxs-", "xapp-", "xoxe.xox", "xoxe-", "sk_live_", "rk_live_", "sk_test_", "rk_test_", "pk_live_", "pk_test_",
     "SG.", "shpat_", "shpca_", "shppa_", "shpss_", "ntn_", "lin_api_", "PMAK-", "sntrys_", "sntryu_", "NRAK-", "NRII-",
-    "NRIQ-", "glc_", "glsa_", "AGE-SECRET-KEY-1",
+    "NRIQ-", "glc_", "glsa_", "AGE-SECRET-",
 }
 
 

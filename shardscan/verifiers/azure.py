@@ -1,4 +1,5 @@
-"""Verify an Azure storage account key offline: 88 base64 characters that decode to 64 bytes."""
+"""Verify an Azure storage account key offline: 88 base64 characters that decode to 64 bytes of
+random data (readable text there is documentation or a placeholder, not a key)."""
 
 from __future__ import annotations
 
