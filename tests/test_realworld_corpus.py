@@ -34,6 +34,19 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "k8s-secret-placeholders": [("aws-secret-access-key", "example")],
     "jwt-fixture-text-signature": [("jwt", "invalid")],
     "aws-alphabet-placeholder": [("aws-secret-access-key", "redacted")],
+    # Test-mode and publishable Stripe keys, a DSN's public key, the Azurite emulator's published key.
+    "stripe-and-slack-docs": [("stripe-secret-key", "test-mode")],
+    "stripe-test-mode-and-publishable": [("stripe-publishable-key", "test-mode"), ("stripe-secret-key", "test-mode")],
+    "sentry-public-dsn": [("sentry-dsn", "test-mode")],
+    "azurite-connection-string": [("azure-storage-account-key", "example")],
+}
+
+
+# The cloud, messaging, payments and SaaS families of the corpus.
+CLOUD_SAAS_KINDS = {
+    "gcp", "azure", "digitalocean", "alibaba", "heroku", "supabase", "vercel", "netlify", "flyio", "cloudflare",
+    "slack", "discord", "telegram", "stripe", "sendgrid", "twilio", "mailgun", "mailchimp", "shopify", "notion",
+    "linear", "postman", "sentry", "newrelic", "datadog", "grafana", "age",
 }
 
 
@@ -49,7 +62,7 @@ def results(cases, ruleset) -> list[rc.CaseResult]:
 
 def test_corpus_covers_every_kind_and_place(cases):
     kinds = {e.kind for c in cases for e in c.expect}
-    assert kinds == {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
+    assert kinds == {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"} | CLOUD_SAAS_KINDS
     names = [c.name for c in cases]
     assert len(names) == len(set(names))
     assert sum(1 for c in cases if c.negative) >= 40
