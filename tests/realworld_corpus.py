@@ -809,7 +809,7 @@ _KIND.update({
     "gcp-service-account": "gcp", "azure-storage-account-key": "azure", "azure-ad-client-secret": "azure",
     "digitalocean-token": "digitalocean", "alibaba-access-key-id": "alibaba", "alibaba-access-key-secret": "alibaba",
     "heroku-api-key": "heroku", "heroku-api-key-uuid": "heroku", "supabase-token": "supabase", "vercel-token": "vercel",
-    "netlify-token": "netlify", "flyio-token": "flyio", "cloudflare-api-token": "cloudflare",
+    "vercel-prefixed-token": "vercel", "netlify-token": "netlify", "netlify-auth-token": "netlify", "flyio-token": "flyio", "cloudflare-api-token": "cloudflare",
     "cloudflare-origin-ca-key": "cloudflare", "slack-token": "slack", "slack-webhook": "slack",
     "discord-bot-token": "discord", "discord-webhook": "discord", "telegram-bot-token": "telegram",
     "stripe-secret-key": "stripe", "stripe-publishable-key": "stripe", "sendgrid-api-key": "sendgrid",

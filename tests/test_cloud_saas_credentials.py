@@ -65,6 +65,8 @@ LIVE = [
     Live("jwt", "SUPABASE_SERVICE_ROLE_KEY=", "{{jwt_role}}", "", Verdict.VALID),
     Live("vercel-token", "npx vercel deploy --prod --token ", "{{alnum:24}}", label="VERCEL_TOKEN"),
     Live("netlify-token", "NETLIFY_AUTH_TOKEN=", "nfp_{{alnum:36}}"),
+    Live("netlify-auth-token", "NETLIFY_AUTH_TOKEN=", "{{alnum:43}}", label="NETLIFY_AUTH_TOKEN"),
+    Live("vercel-prefixed-token", "VERCEL_TOKEN=", "vcp_{{alnum:56}}"),
     Live("flyio-token", 'FLY_API_TOKEN="FlyV1 ', "fm2_{{b64:120}},fm2_{{b64:80}}", '"'),
     Live("cloudflare-api-token", "CLOUDFLARE_API_TOKEN=", "{{alnum:40}}", label="CLOUDFLARE_API_TOKEN"),
     Live("cloudflare-origin-ca-key", "CF_ORIGIN_CA_KEY=", "v1.0-{{hex:24}}-{{hex:146}}"),
@@ -162,7 +164,7 @@ def live_cells() -> list[tuple[str, str]]:
 
 def test_every_family_has_a_live_cell_and_a_twin():
     rules = {case.rule for case in LIVE}
-    assert len(rules) == 36  # every new rule but the publishable key (a twin by nature), plus jwt's service role
+    assert len(rules) == 38  # every new rule but the publishable key (a twin by nature), plus jwt's service role
     assert {rule for _, rule, _ in TWINS if rule} <= rules | {"stripe-publishable-key"}
 
 
