@@ -337,3 +337,48 @@ def test_no_full_secret_in_any_detail():
         cell, secret = case.cell(i)
         for found in findings(cell, now=datetime(2026, 12, 2, tzinfo=UTC)):
             assert secret not in found.detail and secret not in found.preview, case.rule
+
+
+# ---- every new kind through every output, the allowlist and redact (data only) --------------------
+
+
+def test_every_new_kind_in_every_format_the_allowlist_and_redact(tmp_path, live_cells):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from shardscan.allowlist import parse_allowlist
+    from shardscan.reporters import FORMATS, render
+    from shardscan.reporters._common import KIND_NAMES
+
+    folder = _shard(tmp_path, "kinds", [cell for cell, _ in live_cells])
+    secrets = [secret for _, secret in live_cells]
+    report = scan([folder], options=ScanOptions(now=FIXED_NOW))
+    kinds = {f.kind for f in report.findings} - {"jwt"}
+    assert len(kinds) == 27 and kinds <= set(KIND_NAMES)
+    for fmt in FORMATS:
+        text = render(report, fmt)
+        assert not any(secret in text for secret in secrets), fmt
+        if fmt == "sarif":
+            rules = {r["id"] for r in json.loads(text)["runs"][0]["tool"]["driver"]["rules"]}
+            assert {case.rule for case in LIVE} <= rules
+        if fmt == "card":
+            assert all(KIND_NAMES[kind] in text for kind in kinds)
+    # The allowlist narrows by kind: every finding accepted under its own kind, none under another.
+    entries = "".join(
+        f"  - fingerprint: {f.fingerprint}\n    rule: {f.kind}\n    reason: reviewed test value\n"
+        f"    reviewer: alice\n    reviewed: 2026-11-01\n" for f in report.findings
+    )
+    allowed = scan([folder], options=ScanOptions(now=FIXED_NOW), allowlist=parse_allowlist(f"version: 1\nentries:\n{entries}"))
+    assert allowed.exit_code == 0 and not allowed.blocking
+    wrong = entries.replace("rule: slack\n", "rule: discord\n")
+    partly = scan([folder], options=ScanOptions(now=FIXED_NOW), allowlist=parse_allowlist(f"version: 1\nentries:\n{wrong}"))
+    assert sorted(f.rule_id for f in partly.blocking) == ["slack-token", "slack-token", "slack-webhook"]
+    # redact writes a copy holding none of the secrets.
+    out = tmp_path / "clean"
+    proc = subprocess.run([sys.executable, "-m", "shardscan.cli", "redact", folder, "--out", str(out), "--now", "2026-12-02"],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    cleaned = pq.read_table(out / "train-00000.parquet").column("text").to_pylist()
+    assert len(cleaned) == len(LIVE)
+    assert not any(secret in cell for secret in secrets for cell in cleaned)
