@@ -326,10 +326,16 @@ def test_age_key_bech32_checksum():
     assert outcome.verdict == Verdict.INVALID and "bech32 checksum does not match" in outcome.detail
 
 
-def test_context_anchored_families_stay_quiet_without_their_name():
-    # The shapes alone: 32 hex, SK+32 hex, key-+32 hex, secret_+43, a Discord-shaped token.
-    text = expand("build {{hex:32}} SK{{hex:32}} key-{{hex:32}} secret_{{alnum:43}} {{discord_bot}} {{alnum:40}}")
-    assert findings(text) == []
+def test_context_anchored_families_need_their_name():
+    # The same values, first bare (32 hex, SK+32 hex, key-+32 hex, secret_+43, a Discord-shaped
+    # token, 40 characters), then under the names that identify them.
+    values = [expand(t, seed=i) for i, t in enumerate(
+        ["{{hex:32}}", "SK{{hex:32}}", "key-{{hex:32}}", "secret_{{alnum:43}}", "{{discord_bot}}", "{{alnum:40}}"])]
+    assert findings("build " + " ".join(values)) == []
+    named = (f"DD_API_KEY={values[0]}\nTWILIO_API_KEY={values[1]}\nMAILGUN_API_KEY={values[2]}\n"
+             f"NOTION_TOKEN={values[3]}\nDISCORD_TOKEN={values[4]}\nCLOUDFLARE_API_TOKEN={values[5]}\n")
+    assert [f.rule_id for f in findings(named)] == [
+        "datadog-api-key", "twilio-api-key", "mailgun-api-key", "notion-token", "discord-bot-token", "cloudflare-api-token"]
 
 
 def test_no_full_secret_in_any_detail():
