@@ -195,6 +195,21 @@ def test_harmless_twins_never_block(tmp_path):
     assert report.exit_code == 1  # only that anon JWT (a bearer token) blocks
 
 
+def test_harmless_twins_never_block_json_escaped_or_base64(tmp_path):
+    cells = [expand(template, seed=i) for i, (template, _, _) in enumerate(TWINS)]
+    encoded = [json.dumps({"type": "tool_result", "content": f"$ cat .env\n{cell}\n"}) for cell in cells]
+    encoded += ["payload: " + base64.b64encode(cell.encode()).decode() for cell in cells]
+    report = scan([_shard(tmp_path, "twins-encoded", encoded)], options=ScanOptions(now=FIXED_NOW))
+    anon = [i for i, t in enumerate(TWINS) if "jwt_role:anon" in t[0]][0]
+    assert sorted({f.location.row for f in report.blocking}) == [anon, len(TWINS) + anon]
+    assert {f.rule_id for f in report.blocking} == {"jwt"}
+    # The test-mode twins are still reported, with their verdict, through both decodings (a Sentry
+    # DSN is recognised by its host or name, which the prefilter does not look for in base64).
+    test_mode = {(f.location.row, f.rule_id) for f in report.findings if f.verdict == Verdict.TEST_MODE}
+    expected = {(i, rule) for i, (_, rule, verdict) in enumerate(TWINS) if verdict == Verdict.TEST_MODE}
+    assert test_mode == expected | {(i + len(TWINS), rule) for i, rule in expected if rule != "sentry-dsn"}
+
+
 def test_live_cells_json_escaped_inside_a_tool_output(tmp_path, live_cells):
     cells = [json.dumps({"type": "tool_result", "content": f"$ env\n{cell}\n"}) for cell, _ in live_cells]
     report = scan([_shard(tmp_path, "escaped", cells)], options=ScanOptions(now=FIXED_NOW))
