@@ -115,7 +115,7 @@ TWINS = [
     ("release v1.0-beta of the tool", None, None),
     ("xoxo, see you tomorrow! xoxb-your-bot-token", None, None),
     ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", None, None),
-    ("DISCORD_BOT_TOKEN=N{{alnum:23}}.{{alnum:6}}.{{alnum:38}}", "discord-bot-token", Verdict.INVALID),
+    ("DISCORD_BOT_TOKEN=NT{{alnum:22}}.{{alnum:6}}.{{alnum:38}}", "discord-bot-token", Verdict.INVALID),
     ("https://discord.com/api/webhooks/{webhook.id}/{webhook.token}", None, None),
     ("TELEGRAM_BOT_TOKEN=123456789:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", None, None),
     ("STRIPE_SECRET_KEY=sk_test_51{{alnum:97}}", "stripe-secret-key", Verdict.TEST_MODE),
@@ -286,7 +286,7 @@ def test_discord_bot_token_first_segment_must_be_a_snowflake():
     good = only(f"DISCORD_TOKEN={token}")
     assert good.verdict == Verdict.UNVERIFIED and good.detail.startswith("Discord bot token of user id ")
     head, rest = token.split(".", 1)
-    words = base64.urlsafe_b64encode(b"notanumericidatall").decode().rstrip("=")
+    words = "NT" + base64.urlsafe_b64encode(b"notanumericidatall").decode().rstrip("=")[2:]
     assert verify(f"{words}.{rest}", "discord-bot-token").verdict == Verdict.INVALID
     # A numeric id dated in the future is not a minted id either.
     future = base64.urlsafe_b64encode(str(5_000_000_000_000 << 22).encode()).decode().rstrip("=")
