@@ -427,7 +427,7 @@ class Scanner:
                 CellFinding(
                     rule_id=rule.id,
                     kind=rule.kind,
-                    severity=derive_severity(rule.severity, verification.verdict),
+                    severity=derive_severity(verification.severity or rule.severity, verification.verdict),
                     start=start,
                     end=end,
                     fingerprint=fingerprint(verification.canonical or cand.secret, rule.kind),

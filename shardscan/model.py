@@ -68,6 +68,9 @@ class Verification:
     # numbers a tool printed in front of its lines), so that one secret has one fingerprint however
     # it was printed. Plaintext: it never leaves the engine, and repr leaves it out.
     canonical: str | None = field(default=None, repr=False, compare=False)
+    # A severity above the rule's, when what the verifier read grants more than the kind usually
+    # does (a JWT whose role is service_role). Applies only under the verdict given with it.
+    severity: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

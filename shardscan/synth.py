@@ -335,3 +335,124 @@ def jwt_layout(rng: random.Random, layout: str = "indent", exp: int | None = 4_1
 
 
 GENERATORS["jwt_layout"] = lambda rng, arg: jwt_layout(rng, arg or "indent")
+
+
+# ---- cloud, messaging, payments and SaaS credentials -------------------------------------------
+
+_BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def _bech32_polymod(values: list[int]) -> int:
+    generator = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
+    chk = 1
+    for value in values:
+        top = chk >> 25
+        chk = (chk & 0x1FFFFFF) << 5 ^ value
+        for i in range(5):
+            chk ^= generator[i] if (top >> i) & 1 else 0
+    return chk
+
+
+def bech32_encode(hrp: str, data: bytes) -> str:
+    """``data`` in bech32 (BIP 173) under the human-readable part ``hrp``, lower case."""
+    acc, bits, words = 0, 0, []
+    for byte in data:
+        acc, bits = (acc << 8) | byte, bits + 8
+        while bits >= 5:
+            bits -= 5
+            words.append((acc >> bits) & 31)
+    if bits:
+        words.append((acc << (5 - bits)) & 31)
+    expanded = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+    polymod = _bech32_polymod(expanded + words + [0] * 6) ^ 1
+    checksum = [(polymod >> 5 * (5 - i)) & 31 for i in range(6)]
+    return hrp + "1" + "".join(_BECH32[w] for w in words + checksum)
+
+
+def age_secret_key(rng: random.Random) -> str:
+    """An age X25519 identity: ``AGE-SECRET-KEY-1`` and 32 random bytes in upper-case bech32, checksum correct."""
+    return bech32_encode("age-secret-key-", rng.randbytes(32)).upper()
+
+
+def gcp_service_account(rng: random.Random, style: str = "") -> str:
+    """A GCP service-account key file whose ``private_key`` is a real RSA key.
+
+    ``style``: ``""`` as downloaded (indented), ``compact`` (one line), ``sorted`` (keys sorted, as
+    some tools print it), ``escaped`` (the compact JSON as a JSON string body, inside a tool output).
+    """
+    project = "proj-" + _chars(rng, string.ascii_lowercase + string.digits, 8)
+    account = {
+        "type": "service_account",
+        "project_id": project,
+        "private_key_id": _chars(rng, "0123456789abcdef", 40),
+        "private_key": private_key_pem("rsa-pkcs8"),
+        "client_email": f"deployer@{project}.iam.gserviceaccount.com",
+        "client_id": _chars(rng, string.digits, 21),
+        "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+        "token_uri": "https://oauth2.googleapis.com/token",
+        "universe_domain": "googleapis.com",
+    }
+    if style == "compact":
+        return json.dumps(account)
+    if style == "sorted":
+        return json.dumps(account, indent=2, sort_keys=True)
+    if style == "escaped":
+        return json.dumps(json.dumps(account))[1:-1]
+    return json.dumps(account, indent=2)
+
+
+def discord_snowflake(rng: random.Random) -> str:
+    """A Discord id (snowflake) minted between 2017 and 2024."""
+    millis = rng.randrange(1_483_228_800_000, 1_704_067_200_000) - 1_420_070_400_000
+    return str(millis << 22 | rng.randrange(1 << 22))
+
+
+def discord_bot_token(rng: random.Random) -> str:
+    """A Discord bot token: base64 of the bot's user id, a timestamp part and an HMAC part."""
+    user = b64url(discord_snowflake(rng).encode())
+    return f"{user}.{_chars(rng, B64URL, 6)}.{_chars(rng, B64URL, 38)}"
+
+
+def slack_token(rng: random.Random, kind: str = "bot") -> str:
+    """A Slack token or webhook path of the documented shapes (``bot``, ``user``, ``app``, ``config``, ``webhook``)."""
+    team = _chars(rng, string.digits, 12)
+    if kind == "user":
+        return f"xoxp-{team}-{_chars(rng, string.digits, 12)}-{_chars(rng, string.digits, 13)}-{_chars(rng, '0123456789abcdef', 32)}"
+    if kind == "app":
+        return f"xapp-1-A{_chars(rng, string.ascii_uppercase + string.digits, 10)}-{_chars(rng, string.digits, 13)}-{_chars(rng, '0123456789abcdef', 64)}"
+    if kind == "config":
+        return "xoxe.xoxp-1-" + _mixed(rng, 166)
+    if kind == "webhook":
+        upper = string.ascii_uppercase + string.digits
+        return f"T{_chars(rng, upper, 10)}/B{_chars(rng, upper, 10)}/{_mixed(rng, 24)}"
+    return f"xoxb-{team}-{_chars(rng, string.digits, 13)}-{_mixed(rng, 24)}"
+
+
+def sentry_org_token(rng: random.Random, org: str = "acme") -> str:
+    """A Sentry organisation auth token: ``sntrys_``, base64 JSON naming the org and region, ``_`` and the secret."""
+    payload = {"iat": 1_700_000_000.5, "url": "https://sentry.io", "region_url": "https://us.sentry.io",
+               "org": org or "acme"}
+    return "sntrys_" + base64.b64encode(json.dumps(payload).encode()).decode() + "_" + _chars(rng, B64, 43)
+
+
+def grafana_cloud_token(rng: random.Random) -> str:
+    """A Grafana Cloud access policy token: ``glc_`` and base64 JSON with the org, name, key and region."""
+    payload = {"o": _chars(rng, string.digits, 6), "n": "stack-" + _chars(rng, string.digits, 6) + "-deploy",
+               "k": _mixed(rng, 32), "m": {"r": "prod-us-east-0"}}
+    return "glc_" + base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode()
+
+
+GENERATORS.update({
+    "age": lambda rng, arg: age_secret_key(rng),
+    "gcp_sa": lambda rng, arg: gcp_service_account(rng, arg),
+    "azure_storage": lambda rng, arg: base64.b64encode(rng.randbytes(64)).decode(),
+    "discord_bot": lambda rng, arg: discord_bot_token(rng),
+    "discord_id": lambda rng, arg: discord_snowflake(rng),
+    "slack": lambda rng, arg: slack_token(rng, arg or "bot"),
+    "sentry": lambda rng, arg: sentry_org_token(rng, arg),
+    "grafana_cloud": lambda rng, arg: grafana_cloud_token(rng),
+    "jwt_role": lambda rng, arg: jwt(rng, exp=4_102_444_800, iss="supabase", ref=_chars(rng, string.ascii_lowercase, 20),
+                                     role=arg or "service_role"),
+    "upper_hex": lambda rng, arg: _chars(rng, "0123456789ABCDEF", int(arg or 32)),
+    "upper_alnum": lambda rng, arg: _chars(rng, string.ascii_uppercase + string.digits, int(arg or 27)),
+})

@@ -435,7 +435,7 @@ def positives() -> list[Case]:
     add("pem-gcp-service-account-json", "pem",
         json.dumps({"type": "service_account", "project_id": "proj", "private_key_id": hexs("sa", 40),
                     "private_key": key + "\n", "client_email": "svc@proj.iam.gserviceaccount.com"}, indent=2),
-        E("private-key", key))
+        E("gcp-service-account", key))
     key = pem("dsa")
     add("pem-dsa-trailing-space", "pem", "\n".join(line + "  " for line in key.splitlines()), E("private-key", key))
     key = pem("ed25519-pkcs8")
@@ -531,7 +531,8 @@ def positives() -> list[Case]:
     key = pem("ec-pkcs8")
     sa = json.dumps({"type": "service_account", "private_key": key + "\n"})
     add("pem-double-escaped-tool-call", "pem",
-        json.dumps({"name": "write_file", "arguments": json.dumps({"path": "sa.json", "content": sa})}), E("private-key", key))
+        json.dumps({"name": "write_file", "arguments": json.dumps({"path": "sa.json", "content": sa})}),
+        E("gcp-service-account", key))
     key = pem("rsa-pkcs1")
     add("pem-in-diff", "pem", "diff --git a/deploy/key.pem b/deploy/key.pem\n@@ -0,0 +1,27 @@\n"
         + "\n".join("+" + line for line in key.splitlines()), E("private-key", key))
@@ -799,6 +800,198 @@ def long_traces() -> list[Case]:
         E("openai-api-key", o), E("anthropic-api-key", a), E("huggingface-token", h), E("aws-access-key-id", kid),
         E("aws-secret-access-key", sec), G(g), E("jwt", t), E("private-key", key),
     ))]
+
+
+
+# ---- cloud, messaging, payments and SaaS credentials ---------------------------------------------
+
+_KIND.update({
+    "gcp-service-account": "gcp", "azure-storage-account-key": "azure", "azure-ad-client-secret": "azure",
+    "digitalocean-token": "digitalocean", "alibaba-access-key-id": "alibaba", "alibaba-access-key-secret": "alibaba",
+    "heroku-api-key": "heroku", "heroku-api-key-uuid": "heroku", "supabase-token": "supabase", "vercel-token": "vercel",
+    "vercel-prefixed-token": "vercel", "netlify-token": "netlify", "netlify-auth-token": "netlify", "flyio-token": "flyio", "cloudflare-api-token": "cloudflare",
+    "cloudflare-origin-ca-key": "cloudflare", "slack-token": "slack", "slack-webhook": "slack",
+    "discord-bot-token": "discord", "discord-webhook": "discord", "telegram-bot-token": "telegram",
+    "stripe-secret-key": "stripe", "stripe-publishable-key": "stripe", "sendgrid-api-key": "sendgrid",
+    "twilio-api-key": "twilio", "twilio-auth-token": "twilio", "mailgun-api-key": "mailgun",
+    "mailchimp-api-key": "mailchimp", "shopify-token": "shopify", "notion-token": "notion", "linear-api-key": "linear",
+    "postman-api-key": "postman", "sentry-token": "sentry", "sentry-dsn": "sentry", "newrelic-key": "newrelic",
+    "datadog-api-key": "datadog", "grafana-token": "grafana", "age-secret-key": "age",
+})
+
+
+def gen(name: str, template: str) -> str:
+    """A generated value for a ``{{generator}}`` template, seeded by the case name."""
+    return synth.expand(template, seed=f"realworld:{name}")
+
+
+def U(rule_id: str, secret: str, *verdicts: str) -> Expect:
+    """An expectation of a rule whose live credentials have nothing to check offline (``unverified``)."""
+    return E(rule_id, secret, *(verdicts or ("unverified",)))
+
+
+def cloud_saas() -> list[Case]:
+    """Cloud, messaging, payments and SaaS credentials where agent traces show them, and their twins."""
+    cases: list[Case] = []
+
+    def add(name: str, category: str, text: str, *expect: Expect) -> None:
+        cases.append(Case(name, category, text, expect))
+
+    # GCP: one key file, one finding, whatever way it is printed (the fingerprint is its key's).
+    key = pem("rsa-pkcs8")
+    sa = {"type": "service_account", "project_id": "ml-train-4821", "private_key_id": hexs("sa-id", 40),
+          "private_key": key + "\n", "client_email": "trainer@ml-train-4821.iam.gserviceaccount.com",
+          "client_id": gen("sa-client", "{{digits:21}}"), "token_uri": "https://oauth2.googleapis.com/token"}
+    add("gcp-key-file-created-and-printed", "cloud",
+        "$ gcloud iam service-accounts keys create key.json --iam-account trainer@ml-train-4821.iam.gserviceaccount.com\n"
+        f"created key [{hexs('sa-id', 40)}]\n$ cat key.json\n{json.dumps(sa, indent=2)}\n", E("gcp-service-account", key))
+    add("gcp-key-file-base64-in-ci-env", "cloud",
+        f"env:\n  GOOGLE_CREDENTIALS_B64: {base64.b64encode(json.dumps(sa).encode()).decode()}\n",
+        E("gcp-service-account", key))
+    add("gcp-key-file-python-repr", "cloud", f"print(info)\n{sa!r}", E("gcp-service-account", key))
+    # Azure.
+    k1, k2 = gen("az-conn", "{{azure_storage}}"), gen("az-list", "{{azure_storage}}")
+    add("azure-connection-string-appsettings", "cloud", json.dumps({"ConnectionStrings": {"Storage": (
+        f"DefaultEndpointsProtocol=https;AccountName=prodlogs;AccountKey={k1};EndpointSuffix=core.windows.net")}}, indent=2),
+        U("azure-storage-account-key", k1))
+    add("azure-storage-keys-list", "cloud", "$ az storage account keys list -n prodlogs\n" + json.dumps(
+        [{"creationTime": "2024-03-01T10:00:00+00:00", "keyName": "key1", "permissions": "FULL", "value": k2}], indent=2),
+        U("azure-storage-account-key", k2))
+    sp = gen("az-sp", "{{alnum:3}}8Q~{{alnum:34}}")
+    add("azure-create-for-rbac", "cloud", "$ az ad sp create-for-rbac --name deploy\n" + json.dumps(
+        {"appId": uuid("az-app"), "displayName": "deploy", "password": sp, "tenant": uuid("az-tenant")}, indent=2),
+        U("azure-ad-client-secret", sp))
+    # DigitalOcean, Alibaba, Heroku, Supabase.
+    do = gen("do", "dop_v1_{{hex:64}}")
+    add("doctl-config", "cloud", f"$ cat ~/.config/doctl/config.yaml\naccess-token: {do}\ncontext: default\n",
+        U("digitalocean-token", do))
+    lid, lsec = gen("ali-id", "LTAI{{alnum:20}}"), gen("ali-secret", "{{alnum:30}}")
+    add("aliyun-config-json", "cloud", json.dumps({"current": "default", "profiles": [
+        {"name": "default", "mode": "AK", "access_key_id": lid, "access_key_secret": lsec, "region_id": "cn-hangzhou"}]},
+        indent=2), U("alibaba-access-key-id", lid), U("alibaba-access-key-secret", lsec))
+    hk, hold = gen("heroku", "HRKU-AA{{alnum:58}}"), uuid("heroku-netrc")
+    add("heroku-env-and-netrc", "cloud",
+        f"HEROKU_API_KEY={hk}\n$ cat ~/.netrc\nmachine api.heroku.com\n  login dev@acme.dev\n  password {hold}\n",
+        U("heroku-api-key", hk), U("heroku-api-key-uuid", hold))
+    sbp = gen("sbp", "sbp_{{hex:40}}")
+    role = synth.jwt(_rng("supabase-role"), exp=FUTURE, iss="supabase", ref="abcdefghijklmnopqrst", role="service_role")
+    add("supabase-login-and-service-key", "cloud",
+        f"$ supabase login --token {sbp}\nSUPABASE_URL=https://abcdefghijklmnopqrst.supabase.co\n"
+        f"SUPABASE_SERVICE_ROLE_KEY={role}\n", U("supabase-token", sbp), E("jwt", role))
+    # Vercel, Netlify, Fly.io, Cloudflare.
+    vt, nt = gen("vercel", "{{alnum:24}}"), gen("netlify", "nfp_{{alnum:36}}")
+    add("vercel-and-netlify-deploys", "cloud",
+        f"$ npx vercel deploy --prod --token {vt}\n$ netlify deploy --prod --auth {nt}\n",
+        U("vercel-token", vt), U("netlify-token", nt))
+    fly = gen("fly", "fm2_{{b64:150}},fm2_{{b64:90}}")
+    add("fly-tokens-create", "cloud", f"$ fly tokens create deploy\nFlyV1 {fly}\n", U("flyio-token", fly))
+    cft, cfk = gen("cf-token", "{{alnum:40}}"), gen("cf-key", "{{hex:37}}")
+    add("cloudflare-wrangler-env", "cloud",
+        f"export CLOUDFLARE_API_TOKEN={cft}\nexport CF_API_EMAIL=ops@acme.dev\nexport CF_API_KEY={cfk}\n",
+        U("cloudflare-api-token", cft), U("cloudflare-api-token", cfk))
+    # Messaging.
+    bot, app = gen("slack-bot", "{{slack:bot}}"), gen("slack-app", "{{slack:app}}")
+    add("slack-socket-mode-env", "messaging", f"SLACK_BOT_TOKEN={bot}\nSLACK_APP_TOKEN={app}\n",
+        U("slack-token", bot), U("slack-token", app))
+    hook = gen("slack-hook", "{{slack:webhook}}")
+    add("slack-webhook-curl", "messaging",
+        f"curl -X POST -H 'Content-type: application/json' --data '{{\"text\":\"deployed\"}}' "
+        f"https://hooks.slack.com/services/{hook}", U("slack-webhook", hook))
+    dbot = gen("discord-bot", "{{discord_bot}}")
+    add("discord-py-bot-run", "messaging", f"import discord\n\nclient = discord.Client(intents=intents)\nclient.run('{dbot}')\n",
+        U("discord-bot-token", dbot))
+    dhook = gen("discord-hook", "{{discord_id}}/{{alnum:68}}")
+    add("discord-webhook-config", "messaging", json.dumps({"alerts": {"webhook": f"https://discord.com/api/webhooks/{dhook}"}}),
+        U("discord-webhook", dhook))
+    tg = gen("telegram", "{{digits:10}}:AA{{alnum:33}}")
+    add("telegram-send-message", "messaging",
+        f'curl -s "https://api.telegram.org/bot{tg}/sendMessage" -d chat_id=-100123 -d text=done',
+        U("telegram-bot-token", tg))
+    # Payments.
+    sk, rk = gen("stripe-sk", "sk_live_51{{alnum:97}}"), gen("stripe-rk", "rk_live_51{{alnum:97}}")
+    add("stripe-live-env", "payments", f"STRIPE_SECRET_KEY={sk}\nSTRIPE_REPORTING_KEY={rk}\n",
+        U("stripe-secret-key", sk), U("stripe-secret-key", rk))
+    # SaaS.
+    sg = gen("sendgrid", "SG.{{alnum:22}}.{{alnum:43}}")
+    add("sendgrid-python", "saas", f"sg = SendGridAPIClient('{sg}')\nresponse = sg.send(message)", U("sendgrid-api-key", sg))
+    sid, tok, sk_ = gen("tw-sid", "AC{{hex:32}}"), gen("tw-token", "{{hex:32}}"), gen("tw-sk", "SK{{hex:32}}")
+    add("twilio-quickstart", "saas",
+        f"from twilio.rest import Client\n\naccount_sid = '{sid}'\nauth_token = '{tok}'\nclient = Client(account_sid, auth_token)\n"
+        f"# TWILIO_API_KEY={sk_}", U("twilio-auth-token", tok), U("twilio-api-key", sk_))
+    mg, mc = gen("mailgun", "key-{{hex:32}}"), gen("mailchimp", "{{hex:32}}-us14")
+    add("mailgun-and-mailchimp-env", "saas", f"MAILGUN_API_KEY={mg}\nMAILGUN_DOMAIN=mg.acme.dev\nMAILCHIMP_API_KEY={mc}\n",
+        U("mailgun-api-key", mg), U("mailchimp-api-key", mc))
+    shp = gen("shopify", "shpat_{{hex:32}}")
+    add("shopify-admin-curl", "saas", f"curl -H 'X-Shopify-Access-Token: {shp}' https://acme.myshopify.com/admin/api/2024-01/orders.json",
+        U("shopify-token", shp))
+    ntn, old = gen("notion", "ntn_{{digits:11}}{{alnum:35}}"), gen("notion-old", "secret_{{alnum:43}}")
+    add("notion-tokens", "saas", f"NOTION_TOKEN={ntn}\n# old integration\nnotion = Client(auth=\"{old}\")\n",
+        U("notion-token", ntn), U("notion-token", old))
+    lin, pm = gen("linear", "lin_api_{{alnum:40}}"), gen("postman", "PMAK-{{hex:24}}-{{hex:34}}")
+    add("linear-and-postman-env", "saas", f"LINEAR_API_KEY={lin}\nPOSTMAN_API_KEY={pm}\n",
+        U("linear-api-key", lin), U("postman-api-key", pm))
+    st, dsn = gen("sentry", "{{sentry:acme}}"), gen("sentry-dsn", "{{hex:32}}:{{hex:32}}")
+    add("sentry-cli-and-legacy-dsn", "saas",
+        f"$ sentry-cli --auth-token {st} releases new 1.4.2\nSENTRY_DSN=https://{dsn}@sentry.acme.dev/3\n",
+        U("sentry-token", st), U("sentry-dsn", dsn))
+    nr, dd = gen("newrelic", "NRAK-{{upper_alnum:27}}"), gen("datadog", "{{hex:32}}")
+    add("observability-agents", "saas",
+        f"NEW_RELIC_API_KEY={nr}\n$ docker run -d -e DD_API_KEY={dd} -e DD_SITE=datadoghq.eu gcr.io/datadoghq/agent:7\n",
+        U("newrelic-key", nr), U("datadog-api-key", dd))
+    glc, glsa = gen("grafana-cloud", "{{grafana_cloud}}"), gen("grafana-sa", "glsa_{{alnum:32}}_{{hex:8}}")
+    add("grafana-tokens", "saas", f"GRAFANA_CLOUD_TOKEN={glc}\nGRAFANA_SA_TOKEN={glsa}\n",
+        U("grafana-token", glc), U("grafana-token", glsa))
+    age = gen("age", "{{age}}")
+    add("age-key-file", "saas", f"$ cat ~/.config/sops/age/keys.txt\n# created: 2024-05-01T10:00:00Z\n"
+        f"# public key: age1{gen('age-pub', '{{alnum:58}}').lower()}\n{age}\n", E("age-secret-key", age))
+
+    # Hard negatives: the look-alikes these prefixes meet in code, prose and logs.
+    def neg(name: str, category: str, text: str) -> None:
+        cases.append(Case(name, category, text))
+
+    neg("slack-prose-and-docs", "docs", "Thanks all, xoxo! Bot tokens start with xoxb- and look like "
+        "xoxb-your-bot-token; webhooks like https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX")
+    neg("sendgrid-prose", "docs", "SG.Singapore region enabled. SG.MAIN_MODULE loaded; SG.config.reload() done.")
+    neg("secret-identifiers", "code", "secret_key_base = Rails.application.credentials.secret_key_base\n"
+        "app.secret_key = os.urandom(24)\nSECRET_KEY_FALLBACKS = []\nsecret_access_key_id_for_tests = None\n")
+    neg("twilio-sid-alone", "code", f"TWILIO_ACCOUNT_SID={gen('neg-sid', 'AC{{hex:32}}')}\nTWILIO_FROM=+15005550006\n"
+        f"ACCOUNT_ID = 'AC{hexs('acid', 32)}'\nSKU SK-{hexs('sku', 8)} restocked")
+    neg("key-value-cache-logs", "logs", "\n".join(f"cache key-{hexs(f'kv{i}', 32)} evicted" for i in range(3)))
+    neg("locale-and-regions", "logs", "locale en-us1 fallback; region westus2; build-us3 done; lang=en-US")
+    neg("stripe-docs-placeholders", "docs",
+        "STRIPE_SECRET_KEY=sk_live_...\nconst stripe = Stripe('pk_test_...');\nif key.startswith('sk_live_'): warn()")
+    neg("stripe-test-mode-and-publishable", "payments",
+        f"STRIPE_SECRET_KEY={gen('neg-sk-test', 'sk_test_51{{alnum:97}}')}\n"
+        f"NEXT_PUBLIC_STRIPE_KEY={gen('neg-pk', 'pk_live_51{{alnum:97}}')}")
+    neg("sentry-public-dsn", "saas", f"sentry_sdk.init(dsn=\"https://{hexs('dsn', 32)}@o{gen('dsn-o', '{{digits:6}}')}.ingest.us.sentry.io/"
+        f"{gen('dsn-p', '{{digits:7}}')}\", traces_sample_rate=0.1)")
+    neg("azurite-connection-string", "cloud", "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=http;AccountName="
+        "devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+        "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;")
+    neg("gcp-key-file-without-key", "cloud", json.dumps({"type": "service_account", "project_id": "ml-train",
+        "client_email": "trainer@ml-train.iam.gserviceaccount.com", "private_key_id": hexs("neg-sa", 40)}))
+    neg("gcp-code-checks-type", "code", 'if info.get("type") == "service_account":\n'
+        '    creds = service_account.Credentials.from_service_account_info(info)\n'
+        '    assert info["private_key"].startswith("-----BEGIN PRIVATE KEY-----")')
+    neg("discord-templates-and-cdn", "code", "https://discord.com/api/webhooks/{webhook_id}/{webhook_token}\n"
+        f"https://cdn.discordapp.com/attachments/{gen('cdn1', '{{discord_id}}')}/{gen('cdn2', '{{discord_id}}')}/image.png\n"
+        "pip install discord.py==2.3.2")
+    neg("telegram-timestamps", "logs", "\n".join(f"[telegram] 2024-05-01 12:{i:02d}:56 AA{b64(f'tg{i}', 33, synth.ALNUM)}"
+                                                 for i in range(3)))
+    neg("prefix-identifiers", "code", "glc_config = load()\nfm2_loader = Loader()\nlin_api_client = LinearClient()\n"
+        "shpat_token_refresh()\nntn_helper = None\nsbp_value = 3\nnfp_cache = {}\nLTAIL_WINDOW = 5\nrelease v1.0-beta\n")
+    neg("heroku-request-ids", "logs", "\n".join(f"heroku[router]: at=info method=GET path=/ request_id={uuid(f'hr{i}')}"
+                                                for i in range(3)))
+    neg("datadog-trace-ids", "logs", f"dd.trace_id={gen('dd-t', '{{digits:19}}')} dd.span_id={gen('dd-s', '{{digits:19}}')} "
+        f"DD_API_KEY=${{DD_API_KEY}} env hash {hexs('dd-h', 32)}")
+    neg("notion-page-urls", "docs", f"https://www.notion.so/acme/Runbook-{hexs('notion-page', 32)}\n"
+        f"NOTION_DATABASE_ID={hexs('notion-db', 32)}")
+    neg("age-public-key", "keys", f"# public key: age1{gen('neg-age', '{{alnum:58}}').lower()}\n"
+        "creation_rules:\n  - age: age1... # recipients only")
+    neg("placeholder-env", "docs", "DIGITALOCEAN_TOKEN=dop_v1_" + "0" * 64 + "\nHEROKU_API_KEY=HRKU-" + "x" * 60
+        + "\nNEW_RELIC_API_KEY=NRAK-XXXXXXXXXXXXXXXXXXXXXXXXXXX\nCLOUDFLARE_API_TOKEN=<your-token>\n"
+        "SENDGRID_API_KEY=SG.xxxxxxxxxxxxxxxxxxxxxx.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
+    return cases
 
 
 def gaps() -> list[Case]:
@@ -1079,7 +1272,7 @@ def transcripts() -> list[Case]:
 def corpus() -> list[Case]:
     """Every case: positives first (long sessions last among them), then hard negatives, then the
     blocks of families and transcript shapes added later (each with its positives and negatives)."""
-    return positives() + long_traces() + negatives() + llm_code_cases() + transcripts()
+    return positives() + long_traces() + negatives() + cloud_saas() + llm_code_cases() + transcripts()
 
 
 # ---- evaluation ----------------------------------------------------------------------------------

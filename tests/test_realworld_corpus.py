@@ -37,6 +37,21 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "invented-openai-key": [("openai-api-key", "invalid")],
     "npm-bad-checksum": [("npm-access-token", "invalid")],
     "pypi-expired": [("pypi-api-token", "expired")],
+
+
+    # Test-mode and publishable Stripe keys, a DSN's public key, the Azurite emulator's published key.
+    "stripe-and-slack-docs": [("stripe-secret-key", "test-mode")],
+    "stripe-test-mode-and-publishable": [("stripe-publishable-key", "test-mode"), ("stripe-secret-key", "test-mode")],
+    "sentry-public-dsn": [("sentry-dsn", "test-mode")],
+    "azurite-connection-string": [("azure-storage-account-key", "example")],
+}
+
+
+# The cloud, messaging, payments and SaaS families of the corpus.
+CLOUD_SAAS_KINDS = {
+    "gcp", "azure", "digitalocean", "alibaba", "heroku", "supabase", "vercel", "netlify", "flyio", "cloudflare",
+    "slack", "discord", "telegram", "stripe", "sendgrid", "twilio", "mailgun", "mailchimp", "shopify", "notion",
+    "linear", "postman", "sentry", "newrelic", "datadog", "grafana", "age",
 }
 
 
@@ -52,7 +67,7 @@ def results(cases, ruleset) -> list[rc.CaseResult]:
 
 def test_corpus_covers_every_kind_and_place(cases):
     kinds = {e.kind for c in cases for e in c.expect}
-    assert kinds >= {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
+    assert kinds >= {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"} | CLOUD_SAAS_KINDS
     # Every kind of the LLM, ML, code-hosting, registry and secret-manager rules has a labelled cell.
     assert kinds >= {
         "openrouter", "openai-compatible", "groq", "xai", "google-api-key", "perplexity", "replicate", "fireworks",

@@ -20,6 +20,10 @@ from shardscan.synth import expand
 
 BUILTIN = load_ruleset()
 KINDS = {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
+# Cloud, messaging, payments and SaaS families.
+KINDS |= {"gcp", "azure", "digitalocean", "alibaba", "heroku", "supabase", "vercel", "netlify", "flyio", "cloudflare",
+          "slack", "discord", "telegram", "stripe", "sendgrid", "twilio", "mailgun", "mailchimp", "shopify", "notion",
+          "linear", "postman", "sentry", "newrelic", "datadog", "grafana", "age"}
 
 
 def _example_cases() -> list:
@@ -52,9 +56,11 @@ def test_every_rule_has_examples_and_negative_examples():
 def test_builtin_kinds_include_the_seven_families():
     # (More families come as rule files are added; these seven must stay.)
     assert KINDS <= set(BUILTIN.kinds)
-    assert {f"{k}.yaml" for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key")} <= {
-        p.name for p in builtin_rule_files()
-    }
+    assert {
+        f"{k}.yaml"
+        for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key")
+        + ("age", "cloud", "messaging", "saas", "stripe")
+    } <= {p.name for p in builtin_rule_files()}
 
 
 def test_checker_really_uses_the_detector_not_only_the_regex():

@@ -32,7 +32,7 @@ def test_builtin_token_keywords():
     assert set(RULESET.token_keywords) >= {
         "eyJ", "AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
         "hf_", "api_org_", "sk-ant-api", "sk-ant-admin", "sk-ant-oat", "sk-ant-ort",
-    } | _jose_layouts()
+    } | _jose_layouts() | CLOUD_SAAS_TOKEN_KEYWORDS
     assert not {"T3BlbkFJ", "-----BEGIN"} & set(RULESET.token_keywords)
     # Short prefixes of the LLM, registry and CI families that ordinary words contain (task-,
     # ufw_, rapidapi, --sk-): counted only at a token start.
@@ -48,6 +48,15 @@ def _jose_layouts() -> set[str]:
             data = ("{" + space + '"' + name + '"').encode()
             out.add(base64.urlsafe_b64encode(data).decode()[: len(data) * 8 // 6])
     return out
+
+
+# The short prefixes of the cloud, messaging, payments and SaaS rules, which occur inside words and
+# base64 by chance. (Longer ones such as sk_live_ or xoxb- are plain keywords: each token keyword
+# adds a per-cell start check, and a prefix of five or more characters rarely occurs by chance.)
+CLOUD_SAAS_TOKEN_KEYWORDS = {
+    "LTAI", "sbp_", "vcp_", "vci_", "vca_", "vcr_", "vck_", "nfp_", "nfc_", "nfo_", "nfu_", "fo1_", "fm2_", "fm1r_",
+    "fm1a_", "v1.0-", "SG.", "ntn_", "glc_", "glsa_",
+}
 
 
 @pytest.mark.parametrize(

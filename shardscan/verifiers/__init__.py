@@ -27,6 +27,16 @@ from shardscan.verifiers.pypi import check_pypi
 from shardscan.verifiers.sk_key import check_sk_key
 
 
+from shardscan.verifiers.age import check_age
+from shardscan.verifiers.azure import check_azure_storage_key
+from shardscan.verifiers.discord import check_discord
+from shardscan.verifiers.gcp import check_gcp_service_account
+from shardscan.verifiers.grafana import check_grafana
+from shardscan.verifiers.sentry import check_sentry
+from shardscan.verifiers.slack import check_slack
+from shardscan.verifiers.stripe import check_stripe
+
+
 @dataclass(frozen=True, slots=True)
 class VerifyContext:
     """What a verifier may know besides the candidate: the clock (settable for tests and audits)
@@ -54,6 +64,16 @@ VERIFIERS: dict[str, Verifier] = {
     "npm-checksum": check_npm,
     "pypi-macaroon": check_pypi,
     "onepassword-service-account": check_onepassword,
+
+
+    "gcp-service-account": check_gcp_service_account,
+    "azure-storage-key": check_azure_storage_key,
+    "discord": check_discord,
+    "stripe": check_stripe,
+    "sentry": check_sentry,
+    "grafana": check_grafana,
+    "age-checksum": check_age,
+    "slack": check_slack,
 }
 
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")

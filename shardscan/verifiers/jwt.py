@@ -48,7 +48,7 @@ def check_jwt(candidate: Candidate, context) -> Verification | None:
         if key is not None:
             return Verification(Verdict.EXAMPLE, f"signed with a placeholder key written in the same cell "
                                                  f"({key[:4]!r}…): a test or tutorial token, anyone can mint it")
-    return outcome
+    return service_role_raise(outcome, candidate.secret)
 
 
 # Quoted strings and assigned values: where code and configuration write a signing key.
@@ -249,3 +249,23 @@ def _jwe_header_times(header: dict, now: datetime, shown: str) -> Verification |
         return Verification(Verdict.EXPIRED, f"{shown}, expired {day(exp)} ({ago(exp, now)}) by its protected header")
     when = _validity(exp, nbf, now, issued)
     return Verification(Verdict.UNVERIFIED, f"{shown}, {when} by its protected header")
+
+
+# Verdicts under which a JWT may still be accepted: a service-role token then grants everything.
+_LIVE = (Verdict.VALID, Verdict.UNVERIFIED)
+
+
+def service_role_raise(outcome: Verification, token: str) -> Verification:
+    """``outcome`` raised to critical when the token's ``role`` claim is ``service_role``.
+
+    Supabase (and PostgREST setups modelled on it) sign a service-role JWT that bypasses
+    row-level security: the whole database, not one user's session.
+    """
+    if outcome.verdict not in _LIVE:
+        return outcome
+    parts = token.split(".")
+    payload = json_object(b64url_decode(parts[1])) if len(parts) == 3 else None
+    if payload is None or payload.get("role") != "service_role":
+        return outcome
+    return Verification(outcome.verdict, f"{outcome.detail}; role service_role: a Supabase service key, bypasses "
+                                         "row-level security", canonical=outcome.canonical, severity="critical")

@@ -217,10 +217,12 @@ def leading_placeholder(secret: str) -> Verification | None:
 def check_placeholder(candidate: Candidate, _context: object) -> Verification | None:
     """``redacted`` (or ``example``) when the secret's body is elided, a placeholder or word-like.
 
-    PEM blocks are left to the private-key verifier, which judges their body line by line.
+    PEM blocks are left to the private-key verifier, which judges their body line by line, and
+    JSON key files to theirs.
     """
     secret = candidate.secret
-    if secret.startswith("-----BEGIN"):
+    if secret.startswith(("-----BEGIN", "{")):
+        # A key file (GCP service-account JSON) is judged by the key it holds, not by its field names.
         return None
     if secret.startswith("eyJ") or re.match(r"ghs_[0-9]{1,12}_eyJ", secret):
         # A JWT's parts are base64url JSON: its own verifier judges them structurally, and only an
