@@ -248,3 +248,20 @@ def test_words_ending_like_a_keyword_head_do_not_select_a_cell():
     text = ("They said the key\nwas in the task\nand the map was new\nbut nobody knew where to look: ask\n"
             "the owner of the disk\nor check the log output again in a few\nminutes, then try the high\nroad.")
     assert not SCANNER.prefilter.mask(pa.array([text]))[0]
+
+
+def test_keyword_forms_stay_within_hyperscans_pattern_length_for_many_rules():
+    """Cut-keyword tries are split: one trie over hundreds of keywords is past Hyperscan's limit."""
+    import random
+
+    from shardscan import hyperscan_matcher
+    from shardscan.decoders import terminal_wrap
+
+    rng = random.Random(7)
+    keywords = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz_-") for _ in range(rng.randint(4, 12)))
+                       for _ in range(600)})
+    forms = terminal_wrap.keyword_forms(keywords)
+    assert len(forms) > 2
+    assert all(len(form) < 4000 for form in forms)
+    if hyperscan_matcher.enabled():
+        assert hyperscan_matcher.database(tuple(forms)) is not None

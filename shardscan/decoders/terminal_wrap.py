@@ -280,12 +280,26 @@ def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ())
                 heads.add(head)
             else:
                 split.update(head + "\n" + prefix + tail for prefix in _SHORT_HEAD_PREFIXES)
-    out: list[str] = []
-    if heads:
-        out.append(_trie(sorted(heads)) + r"\r?\n")
-    if split:
-        out.append(_trie(sorted(split)))
-    return out
+    # A few tries rather than one: Hyperscan refuses a pattern beyond its length limit, and with a
+    # hundred rules a single trie of every cut keyword is past it.
+    return [_trie(chunk) + r"\r?\n" for chunk in _chunks(sorted(heads))] + [_trie(chunk) for chunk in _chunks(sorted(split))]
+
+
+# Characters of words per trie: well inside Hyperscan's pattern length limit once escaped.
+_TRIE_BUDGET = 2000
+
+
+def _chunks(words: list[str]) -> list[list[str]]:
+    """``words`` (sorted) in consecutive runs of about :data:`_TRIE_BUDGET` characters."""
+    chunks: list[list[str]] = []
+    size = _TRIE_BUDGET
+    for word in words:
+        if size >= _TRIE_BUDGET:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(word)
+        size += len(word)
+    return chunks
 
 
 # A tail is searched for by its first characters only (a superset: the cell is scanned exactly).
