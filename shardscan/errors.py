@@ -60,3 +60,7 @@ def describe_remote_error(exc: BaseException) -> str:
     if aws:
         return f"{aws['code']} during {aws['op']}: {aws['msg'].strip()[:120]}".rstrip(": ")
     return describe_exception(exc)
+
+
+class MissingDependencyError(ConfigError):
+    """An optional package a path or option needs is not installed; the message gives the install command."""

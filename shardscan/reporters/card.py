@@ -38,6 +38,7 @@ def render(report: Report, _options: object = None) -> str:
             ["Shards", f"{s.shards:,}" + (f" ({unreadable} problem(s) reading them)" if unreadable else "")],
             ["Rows", f"{s.rows:,}"],
             ["Decoded string cells", f"{s.cells:,}"],
+            *([["Files", report.files.summary()]] if report.files is not None else []),
             ["Credential families", families],
         ],
     )

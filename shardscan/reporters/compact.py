@@ -22,6 +22,8 @@ def render(report: Report, _options: object = None) -> str:
         f"shardscan: {s.shards} shard(s){cached}, {s.rows:,} rows, {s.cells:,} string cells; "
         f"findings: {len(report.findings)}, blocking: {len(report.blocking)}, errors: {len(report.issues)}"
     ]
+    if report.files is not None:
+        lines.append(_safe(f"  files: {report.files.summary()}"))
     for f in report.findings:
         loc = f.location
         role = f" ({loc.role})" if loc.role else ""

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from shardscan.model import Finding, ScanIssue, Status
 from shardscan.report import Report
-from shardscan.reporters._common import entry_text, pretty_json, summary_numbers
+from shardscan.reporters._common import entry_text, files_dict, pretty_json, summary_numbers
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "shardscan/secretSha256/v1"
@@ -204,6 +204,8 @@ def sarif_dict(report: Report) -> dict:
             "policy": report.policy.to_dict(),
         },
     }
+    if report.files is not None:  # not-scanned files are also toolExecutionNotifications (issues)
+        run["properties"]["files"] = files_dict(report)
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 

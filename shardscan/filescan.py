@@ -1,0 +1,336 @@
+"""Scan files that are not columnar shards: text in chunks of lines, CSV/TSV by header, tar archives member by member.
+
+Text (Markdown, code, configs, logs, anything that decodes as text) is read as a stream and cut
+into cells of up to :data:`CHUNK_LINES` lines (or :data:`CHUNK_BYTES`), consecutive cells sharing
+:data:`OVERLAP_LINES` lines so that a secret printed across a cell boundary (a wrapped token, a
+string concatenated over lines) is still whole in one cell. A PEM block (``-----BEGIN ...``) is
+never cut: its cell grows until the ``-----END`` line, up to :data:`MAX_BLOCK_BYTES`. A finding is
+then placed at the line it starts on: row = 0-based line number, column ``__text__``, start and
+end offsets in characters from the start of that line (end may run past the line for a
+multi-line secret). A line longer than :data:`MAX_PIECE_CHARS` is scanned in overlapping pieces.
+
+CSV/TSV: one cell per field, column = the header's name, row = 0-based data row (the header line
+is not a row). A file the CSV parser cannot read whole (a row whose field count differs from the
+header's, an unterminated quote) is scanned as text instead (``__text__``, row = line), so a
+malformed split is still fully read.
+
+Tar (WebDataset shards; gzip, bzip2, xz or zstd compressed): each regular member is copied to a
+private temporary file (bounded by :data:`MAX_MEMBER_BYTES`) and scanned like a file of its own,
+by suffix or content, shown as ``archive.tar!/member.json``. Exclusion globs apply to member
+paths. Limits hit (member count, member size, nesting depth) are reported, never skipped silently.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from shardscan.engine import Scanner, _Timer
+from shardscan.errors import ShardReadError, describe_exception
+from shardscan.model import Finding, ScanIssue, ScanStats
+from shardscan.reader.cells import LeafCells
+from shardscan.reader.discovery import NotScanned, classify, format_by_suffix
+from shardscan.reader.exclude import compile_patterns, default_exclusion, matches
+from shardscan.reader.parquet import RowGroupBatch, batch_from_table
+from shardscan.reader.sources import ShardRef
+
+TEXT_COLUMN = "__text__"
+CHUNK_LINES = 64
+CHUNK_BYTES = 64 << 10
+OVERLAP_LINES = 2
+MAX_BLOCK_BYTES = 1 << 20
+MAX_PIECE_CHARS = 1 << 20
+PIECE_OVERLAP_CHARS = 4096
+READ_BYTES = 1 << 20
+BATCH_CHARS = 8 << 20
+MAX_MEMBERS = 100_000
+MAX_MEMBER_BYTES = 4 << 30
+MAX_ARCHIVE_DEPTH = 3
+
+_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{1,64}-----")
+_END = re.compile(r"-----END [A-Z0-9 ]{1,64}-----")
+_UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f]")
+
+Scanned = tuple[list[Finding], list[ScanIssue], ScanStats]
+
+
+@dataclass(frozen=True, slots=True)
+class TextCell:
+    """A cell of a text file: its text, the 0-based line it starts on and its character offset in that line."""
+
+    line: int
+    offset: int
+    text: str
+
+
+# ---- text ---------------------------------------------------------------------------------------
+
+
+def text_cells(chunks: Iterator[bytes]) -> Iterator[TextCell | int]:
+    """Cut a byte stream into text cells; yields each cell, and the number of lines read (last).
+
+    Bounded: a cell holds at most CHUNK_BYTES of whole lines (MAX_BLOCK_BYTES inside a PEM block),
+    and a longer line is split into pieces of MAX_PIECE_CHARS.
+    """
+    buf: list[str] = []
+    size = 0
+    first = 0
+    number = 0
+    in_block = False
+    fresh = 0  # lines in ``buf`` not yet in an emitted cell
+    for line in _decoded_lines(chunks):
+        if len(line) > MAX_PIECE_CHARS:
+            if fresh:
+                yield TextCell(first, 0, "".join(buf))
+            buf, size, fresh, in_block = [], 0, 0, False
+            yield from _pieces(number, line)
+            number += 1
+            first = number
+            continue
+        buf.append(line)
+        size += len(line)
+        fresh += 1
+        number += 1
+        if _BEGIN.search(line):
+            in_block = True
+        if in_block and _END.search(line):
+            in_block = False
+        full = len(buf) >= CHUNK_LINES or size >= CHUNK_BYTES
+        if full and (not in_block or size >= MAX_BLOCK_BYTES):
+            yield TextCell(first, 0, "".join(buf))
+            in_block = False
+            keep = buf[-OVERLAP_LINES:] if len(buf) > OVERLAP_LINES else []
+            buf, size, fresh = keep, sum(map(len, keep)), 0
+            first = number - len(keep)
+    if fresh:
+        yield TextCell(first, 0, "".join(buf))
+    yield number
+
+
+def _pieces(number: int, line: str) -> Iterator[TextCell]:
+    step = MAX_PIECE_CHARS - PIECE_OVERLAP_CHARS
+    for start in range(0, len(line), step):
+        yield TextCell(number, start, line[start : start + MAX_PIECE_CHARS])
+        if start + MAX_PIECE_CHARS >= len(line):
+            break
+
+
+def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """Lines (with their newline) decoded as UTF-8, a byte order mark dropped; bounded memory: a
+    line without a newline is flushed in pieces once it passes MAX_PIECE_CHARS."""
+    pending = b""
+    first = True
+    for chunk in chunks:
+        data = pending + chunk
+        if first and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        first = False
+        lines = data.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            yield (line + b"\n").decode("utf-8", "replace")
+        if len(pending) > 4 * MAX_PIECE_CHARS:
+            # A newline-free stream: hand over a long piece (cut at a character boundary); the
+            # rest stays pending. The piece is its own "line" (row numbers after it shift by one,
+            # documented as the price of a line longer than 4 MB).
+            cut = len(pending) - MAX_PIECE_CHARS
+            while cut > 0 and pending[cut] & 0xC0 == 0x80:
+                cut -= 1
+            yield pending[:cut].decode("utf-8", "replace")
+            pending = pending[cut:]
+    if pending:
+        yield pending.decode("utf-8", "replace")
+
+
+def scan_text_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+    """Scan a text file in bounded batches of cells; findings placed at their line (see module doc)."""
+    timer = timer or _Timer()
+    stream = shard.open_stream()
+    issues: list[ScanIssue] = []
+    cells_in: Iterator[TextCell | int] = text_cells(_chunks(stream, shard, issues))
+    return _scan_cells(scanner, shard, cells_in, timer, issues)
+
+
+def _chunks(stream: pa.NativeFile, shard: ShardRef, issues: list[ScanIssue]) -> Iterator[bytes]:
+    try:
+        with stream:
+            while chunk := stream.read(READ_BYTES):
+                yield chunk
+    except Exception as exc:  # decompression or I/O failure part-way: what was read is still scanned
+        issues.append(ScanIssue(shard.display, "unreadable", f"read failed ({describe_exception(exc)})"))
+
+
+def _scan_cells(
+    scanner: Scanner, shard: ShardRef, cells: Iterator[TextCell | int], timer: _Timer, issues: list[ScanIssue]
+) -> Scanned:
+    findings: dict[tuple, Finding] = {}
+    stats = ScanStats()
+    batch: list[TextCell] = []
+    chars = 0
+    index = 0
+    lines = 0
+    for cell in cells:
+        if isinstance(cell, int):
+            lines = cell
+            break
+        batch.append(cell)
+        chars += len(cell.text)
+        if chars >= BATCH_CHARS:
+            stats += _scan_text_batch(scanner, shard, batch, index, timer, findings, issues)
+            batch, chars, index = [], 0, index + 1
+    if batch:
+        stats += _scan_text_batch(scanner, shard, batch, index, timer, findings, issues)
+    stats = replace(stats, rows=lines)
+    return sorted(findings.values(), key=Finding.sort_key), issues, stats
+
+
+def _scan_text_batch(
+    scanner: Scanner, shard: ShardRef, cells: list[TextCell], index: int, timer: _Timer,
+    findings: dict[tuple, Finding], issues: list[ScanIssue],
+) -> ScanStats:
+    """Scan cells as one batch (row = the cell's index), then place findings and issues at their lines."""
+    leaf = LeafCells(TEXT_COLUMN, pa.array([c.text for c in cells], pa.large_string()),
+                     np.arange(len(cells), dtype=np.int64))
+    batch = RowGroupBatch(index=index, row_offset=0, num_rows=0, leaves=(leaf,))
+    found, problems, stats = scanner.scan_batch(batch, shard.display, timer)
+    for finding in found:
+        placed = place(finding, cells[finding.location.row])
+        # Overlapping cells find a secret in their shared lines twice, at the same place.
+        findings.setdefault(placed.sort_key(), placed)
+    for issue in problems:
+        cell = cells[issue.row] if issue.row is not None and 0 <= issue.row < len(cells) else None
+        issues.append(replace(issue, row_group=None, row=cell.line if cell else None))
+    return replace(stats, row_groups=0)
+
+
+def place(finding: Finding, cell: TextCell) -> Finding:
+    """A finding in a text cell, moved to the line it starts on (offsets from that line's start)."""
+    text = cell.text
+    before = text.count("\n", 0, finding.start)
+    line_start = text.rfind("\n", 0, finding.start) + 1
+    start = finding.start - line_start + (cell.offset if before == 0 else 0)
+    location = replace(finding.location, row=cell.line + before)
+    return replace(finding, location=location, start=start, end=start + finding.end - finding.start)
+
+
+# ---- CSV / TSV ----------------------------------------------------------------------------------
+
+
+def scan_csv_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+    """Scan a CSV (or TSV) file: cells by header name, rows from 0 after the header; falls back to text."""
+    timer = timer or _Timer()
+    delimiter = "\t" if shard.format == "tsv" else ","
+    try:
+        return _scan_csv(scanner, shard, delimiter, timer)
+    except ShardReadError:
+        raise
+    except Exception:
+        # Not parseable as CSV (an unterminated quote, a header the parser refuses): read it as
+        # the text it is, so the file is still fully scanned.
+        return scan_text_file(scanner, shard, timer)
+
+
+def _scan_csv(scanner: Scanner, shard: ShardRef, delimiter: str, timer: _Timer) -> Scanned:
+    read = pacsv.ReadOptions(block_size=1 << 20)
+    parse = pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
+    with shard.open_stream() as stream:
+        names = pacsv.open_csv(stream, read_options=read, parse_options=parse).schema.names
+    # Every field as bytes: no type inference (a column of numbers in the first block and text
+    # later would fail), and text that is not UTF-8 is still scanned.
+    convert = pacsv.ConvertOptions(column_types={n: pa.large_binary() for n in names}, check_utf8=False,
+                                   strings_can_be_null=False, quoted_strings_can_be_null=False)
+    findings: list[Finding] = []
+    issues: list[ScanIssue] = []
+    stats = ScanStats()
+    offset = 0
+    with shard.open_stream() as stream:
+        reader = pacsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
+        for index, record_batch in enumerate(reader):
+            batch = batch_from_table(pa.Table.from_batches([record_batch]), index, offset)
+            f, i, s = scanner.scan_batch(batch, shard.display, timer)
+            findings += f
+            issues += i
+            stats += s
+            offset += record_batch.num_rows
+    return sorted(findings, key=Finding.sort_key), issues, stats
+
+
+# ---- tar ----------------------------------------------------------------------------------------
+
+
+def scan_tar_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+    """Scan every regular member of a tar archive as a file of its own (see the module doc)."""
+    findings: list[Finding] = []
+    issues: list[ScanIssue] = []
+    stats = ScanStats()
+    if shard.display.count("!/") >= MAX_ARCHIVE_DEPTH:
+        reason = f"archive nested {MAX_ARCHIVE_DEPTH} levels deep inside other archives: not read"
+        return [], [ScanIssue(shard.display, "limit", reason)], stats
+    patterns = compile_patterns(list(shard.exclude))
+    members = 0
+    with tempfile.TemporaryDirectory(prefix="shardscan-tar-") as folder, shard.open_stream() as stream:
+        try:
+            archive = tarfile.open(fileobj=stream, mode="r|*")  # noqa: SIM115 (closed below)
+            for member in archive:
+                if not member.isfile():
+                    continue  # folders and links carry no content of their own
+                members += 1
+                name = _UNSAFE_NAME.sub("?", member.name.lstrip("/"))
+                display = f"{shard.display}!/{name}"
+                if members > MAX_MEMBERS:
+                    issues.append(ScanIssue(shard.display, "limit",
+                                            f"more than {MAX_MEMBERS} members: the rest of the archive is not read"))
+                    break
+                if default_exclusion(name) is not None or matches(patterns, name):
+                    stats += ScanStats(excluded_members=1)
+                    continue
+                if member.size > MAX_MEMBER_BYTES:
+                    issues.append(ScanIssue(display, "limit", f"member of {member.size} bytes is over the "
+                                            f"{MAX_MEMBER_BYTES >> 30} GiB member limit: not read"))
+                    continue
+                f, i, s = _scan_member(scanner, archive, member, display, folder, shard)
+                findings += f
+                issues += i
+                stats += s
+            archive.close()
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            issues.append(ScanIssue(shard.display, "unreadable",
+                                    f"not a readable tar archive ({describe_exception(exc)})"))
+    return sorted(findings, key=Finding.sort_key), issues, stats
+
+
+def _scan_member(
+    scanner: Scanner, archive: tarfile.TarFile, member: tarfile.TarInfo, display: str, folder: str, shard: ShardRef
+) -> Scanned:
+    source = archive.extractfile(member)
+    assert source is not None  # a regular file always has content
+    path = os.path.join(folder, "member")
+    with source, open(path, "wb") as target:  # a private folder (mode 0700): the copy is never shared
+        while chunk := source.read(READ_BYTES):
+            target.write(chunk)
+    try:
+        ref = ShardRef(display=display, path=path, format=format_by_suffix(member.name), exclude=shard.exclude)
+        classified = classify(ref)
+        if isinstance(classified, NotScanned):
+            return [], [ScanIssue(display, "not-scanned", classified.reason)], ScanStats()
+        result = scanner.scan_shard(classified)
+    finally:
+        os.unlink(path)
+    return list(result.findings), list(result.issues), replace(result.stats, shards=0, seconds=0.0)
+
+
+# What each non-columnar format is scanned with (the columnar ones go through shardscan.reader.formats).
+FILE_SCANNERS: dict[str, Callable[[Scanner, ShardRef, _Timer | None], Scanned]] = {
+    "text": scan_text_file,
+    "csv": scan_csv_file,
+    "tsv": scan_csv_file,
+    "tar": scan_tar_file,
+}

@@ -1,0 +1,262 @@
+"""Account for every file under the paths a user gives: a shard or text to scan, excluded, or not scanned (why).
+
+Files, folders (recursive), globs and filesystem URLs are expanded into files. Each file is then,
+in this order: excluded by default (``.git/``, shardscan's cache folder, shardscan's half-written
+``*.shardscan-partial`` files), excluded by ``--exclude`` or the root's ``.shardscanignore``, read
+in the format its suffix names (the fast path), or sniffed by content (``shardscan.reader.sniff``):
+a shard format, a tar archive, CSV/TSV, text, or a binary file that is listed as not scanned.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from shardscan.reader.exclude import (
+    IGNORE_FILE,
+    MAX_IGNORE_BYTES,
+    ExclusionSource,
+    Exclusions,
+    compile_patterns,
+    parse_ignore_file,
+)
+from shardscan.reader.sniff import HEAD_BYTES, TAIL_BYTES, Sniffed, compression_of, sniff
+from shardscan.reader.sources import FORMAT_SUFFIXES, ShardRef, Unresolved
+
+
+@dataclass(frozen=True, slots=True)
+class Excluded:
+    """A file left out on purpose, and by what."""
+
+    path: str
+    source: ExclusionSource
+
+
+@dataclass(frozen=True, slots=True)
+class NotScanned:
+    """A file that was found but cannot be read as data (a binary file): the scan is incomplete."""
+
+    path: str
+    reason: str
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """Every file under the user's paths, each in exactly one of: shards, excluded, not_scanned;
+    and the paths that yielded no file at all."""
+
+    shards: tuple[ShardRef, ...] = ()
+    unresolved: tuple[Unresolved, ...] = ()
+    excluded: tuple[Excluded, ...] = ()
+    not_scanned: tuple[NotScanned, ...] = ()
+
+    def excluded_by(self) -> dict[ExclusionSource, int]:
+        """How many files each source excluded, in the enum's order."""
+        counts = Counter(e.source for e in self.excluded)
+        return {source: counts[source] for source in ExclusionSource if counts[source]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A file found under one argument, before classification."""
+
+    ref: ShardRef
+    rel: str  # relative to the argument's root, ``/``-separated (what exclusion globs match)
+    prefixed: str  # the display name that names the file unambiguously (the argument joined with ``rel``)
+
+
+def discover(paths: Sequence[str]) -> tuple[list[ShardRef], list[Unresolved]]:
+    """The files to scan and the paths that yielded nothing (see :func:`discover_files`)."""
+    found = discover_files(paths)
+    return list(found.shards), list(found.unresolved)
+
+
+def discover_files(
+    paths: Sequence[str] | str | os.PathLike[str],
+    exclude: Sequence[str] = (),
+    ignore_patterns: Sequence[str] = (),
+) -> Discovery:
+    """Expand user paths and URLs into files and account for each of them, in a stable order.
+
+    A folder (or URL prefix) yields every file below it: locally named relative to the folder,
+    remotely by full URL; when two arguments hold the same relative name, those files are named by
+    their path as given instead (``dupA/x.parquet``, ``dupB/x.parquet``). A file, URL or glob match
+    is named as given. ``exclude`` globs apply to every argument; ``ignore_patterns`` (lines of a
+    ``.shardscanignore`` the caller read, e.g. at a repository root) apply to every argument with a
+    folder's own ``.shardscanignore`` after them. Raises MissingDependencyError for a URL whose
+    filesystem is not installed.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [os.fspath(paths)]
+    option = compile_patterns(list(exclude))
+    base_ignore = compile_patterns(list(ignore_patterns))
+    chosen: dict[tuple[str, str], _Found] = {}  # by (path, URL or ""), first argument wins
+    excluded: list[Excluded] = []
+    not_scanned: list[NotScanned] = []
+    problems: list[Unresolved] = []
+    for raw in (os.fspath(p) for p in paths):
+        files, problem, root_ignore = _expand(raw)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        rules = Exclusions(option, base_ignore + root_ignore)
+        kept = 0
+        for item in files:
+            source = rules.source_of(item.rel)
+            if source is not None:
+                excluded.append(Excluded(item.prefixed, source))
+                continue
+            kept += 1
+            key = (item.ref.path, item.ref.display if item.ref.filesystem is not None else "")
+            if key not in chosen:
+                chosen[key] = replace(item, ref=replace(item.ref, exclude=tuple(exclude) + tuple(ignore_patterns)))
+        if not files:
+            problems.append(Unresolved(raw, "no file to scan: empty folder"))
+        elif not kept:
+            problems.append(Unresolved(raw, f"no file to scan: all {len(files)} file(s) are excluded"))
+    shards: list[ShardRef] = []
+    for item in _unambiguous(list(chosen.values())):
+        classified = classify(item.ref)
+        if isinstance(classified, NotScanned):
+            not_scanned.append(classified)
+        else:
+            shards.append(classified)
+    return Discovery(
+        tuple(sorted(shards, key=lambda r: (r.display, r.path))),
+        tuple(problems),
+        tuple(sorted(excluded, key=lambda e: e.path)),
+        tuple(sorted(not_scanned, key=lambda n: n.path)),
+    )
+
+
+def _expand(raw: str) -> tuple[list[_Found], Unresolved | None, tuple]:
+    """The files one argument names, the problem when it names none, and its root's ignore globs."""
+    if _is_url(raw):
+        from shardscan.reader.remote import discover_url  # remote readers load for URLs only
+
+        listed, problem = discover_url(raw)
+        ignore: tuple = ()
+        if problem is None and len(listed) > 1:
+            ignore = _remote_ignore(listed)
+        return [_Found(f.ref, f.rel, f.ref.display) for f in listed], problem, ignore
+    path = Path(raw)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        ignore = _local_ignore(path / IGNORE_FILE)
+        found = []
+        for file in files:
+            rel = file.relative_to(path).as_posix()
+            ref = ShardRef(display=rel, path=str(file), format=_format_of(file.name))
+            found.append(_Found(ref, rel, _display(str(path / rel)) if raw not in (".", "./") else rel))
+        return found, None, ignore
+    if path.exists():
+        display = _display(raw)
+        return [_Found(ShardRef(display=display, path=str(path), format=_format_of(path.name)), display, display)], None, ()
+    if glob.has_magic(raw):
+        matches = [m for m in sorted(glob.glob(raw, recursive=True)) if os.path.isfile(m)]
+        if not matches:
+            return [], Unresolved(raw, "no such file, folder or glob match"), ()
+        found = [_Found(ShardRef(display=_display(m), path=m, format=_format_of(m)), _display(m), _display(m))
+                 for m in matches]
+        return found, None, ()
+    return [], Unresolved(raw, "no such file, folder or glob match"), ()
+
+
+def _unambiguous(found: list[_Found]) -> list[_Found]:
+    """Rename files whose display name another file also has to their path as given."""
+    names = Counter(item.ref.display for item in found)
+    return [
+        replace(item, ref=replace(item.ref, display=item.prefixed)) if names[item.ref.display] > 1 else item
+        for item in found
+    ]
+
+
+def classify(ref: ShardRef) -> ShardRef | NotScanned:
+    """The file with its format decided: by its suffix when shardscan knows it (no read), else by
+    sniffing its content; or why it is not scanned."""
+    if ref.format:
+        return ref
+    sniffed, compression, size = _sniff(ref)
+    if sniffed.format is None:
+        return NotScanned(ref.display, sniffed.reason, size)
+    return replace(ref, format=sniffed.format, compression=compression)
+
+
+def format_by_suffix(name: str) -> str:
+    """The format a known suffix names, or "" when the content must be sniffed."""
+    return _format_of(name)
+
+
+def _format_of(name: str) -> str:
+    lower = name.lower()
+    for suffix, fmt in FORMAT_SUFFIXES:
+        if lower.endswith(suffix):
+            return fmt
+    return ""  # decided by sniffing
+
+
+def _sniff(ref: ShardRef) -> tuple[Sniffed, str | None, int | None]:
+    """Sniff a file by its first and last bytes (after decompression when it is compressed)."""
+    size = ref.size()
+    try:
+        with ref.open() as handle:
+            head = handle.read(HEAD_BYTES)
+            tail = b""
+            if size is not None and size > HEAD_BYTES:
+                handle.seek(size - TAIL_BYTES)
+                tail = handle.read(TAIL_BYTES)
+            else:
+                tail = head[-TAIL_BYTES:]
+    except Exception:
+        # Unreadable files are the reader's to report (unreadable, exit 3), with its own message.
+        return Sniffed("text"), None, size
+    compression = compression_of(head)
+    if compression is None:
+        return sniff(head, tail, ref.display, whole=size is not None and size <= HEAD_BYTES), None, size
+    try:
+        with replace(ref, compression=compression).open_stream() as stream:
+            inner = stream.read(HEAD_BYTES)
+    except Exception:
+        return Sniffed(None, f"{compression}-compressed file that does not decompress"), None, size
+    sniffed = sniff(inner, b"", ref.display, whole=len(inner) < HEAD_BYTES)
+    if sniffed.format == "parquet":  # Parquet needs random access: a compressed one is not a shard
+        return Sniffed(None, f"{compression}-compressed Parquet file (decompress it to scan it)"), None, size
+    if sniffed.format is None:
+        return Sniffed(None, f"{compression}-compressed {sniffed.reason}"), None, size
+    return sniffed, compression, size
+
+
+def _local_ignore(path: Path) -> tuple:
+    try:
+        with open(path, "rb") as handle:
+            return parse_ignore_file(handle.read(MAX_IGNORE_BYTES))
+    except OSError:
+        return ()
+
+
+def _remote_ignore(listed: list) -> tuple:
+    for item in listed:
+        if item.rel == IGNORE_FILE:
+            try:
+                with item.ref.open() as handle:
+                    return parse_ignore_file(handle.read(MAX_IGNORE_BYTES))
+            except Exception:
+                return ()
+    return ()
+
+
+def _is_url(raw: str) -> bool:
+    if "://" not in raw:
+        return False
+    from shardscan.reader.remote import is_url  # remote readers load for URLs only
+
+    return is_url(raw)
+
+
+def _display(raw: str) -> str:
+    return Path(raw).as_posix().removeprefix("./")
