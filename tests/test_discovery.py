@@ -77,6 +77,10 @@ def test_a_folder_whose_files_are_all_excluded_scans_nothing(tmp_path):
     proc = run("scan", str(tmp_path / "data"), "--no-cache", "--exclude", "*.parquet", "-f", "compact")
     assert proc.returncode == 3
     assert "no file to scan: all 1 file(s) are excluded" in proc.stdout
+    # --skip-unreadable lets a path that yielded nothing pass, but a run that read nothing never does.
+    proc = run("scan", str(tmp_path / "data"), "--no-cache", "--exclude", "*.parquet", "-f", "compact",
+               "--skip-unreadable")
+    assert proc.returncode == 3
     assert "[nothing-scanned]" in proc.stdout
 
 

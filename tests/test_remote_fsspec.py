@@ -66,10 +66,12 @@ def test_hf_dataset_repo_scans_like_the_local_copy_with_full_urls(hub, options):
     ]
     strip = len("hf://datasets/org/traces/")
     assert [(k[0][strip:], *k[1:]) for k in located_keys(remote)] == located_keys(local)
-    # Every read went through the fsspec filesystem, shard by shard (README and .gitattributes untouched).
+    # Every read went through the fsspec filesystem, file by file: the dataset card and .gitattributes
+    # are published with the shards, so they are read (sniffed, then scanned as text) too.
     assert {Path(p).name for p, _ in HubStandIn.reads} == {
-        "train-00000-of-00002.parquet", "train-00001-of-00002.parquet", "extra.jsonl.zst"
+        "train-00000-of-00002.parquet", "train-00001-of-00002.parquet", "extra.jsonl.zst", "README.md", ".gitattributes"
     }
+    assert remote.files is not None and remote.files.scanned == 5
 
 
 def test_hf_glob_selects_files_within_the_repo(hub, options):

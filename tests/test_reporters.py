@@ -111,7 +111,7 @@ def numbers(fmt: str, text: str) -> dict[str, int]:
         return {"findings": int(m[1]), "blocking": int(m[2]), "shards": int(shards[1]), "errors": int(m[3])}
     if fmt == "compact":
         m = re.match(r"shardscan: (\d+) shard\(s\).*; findings: (\d+), blocking: (\d+), errors: (\d+)$", text.splitlines()[0])
-        items = [line.split()[0] for line in text.splitlines()[1:-1] if not line.startswith("  files: ")]
+        items = [line.split()[0] for line in text.splitlines()[1:-1]]
         assert len(items) == int(m[2]) + int(m[4])
         assert items.count("BLOCKING") == int(m[3]) and items.count("ERROR") == int(m[4])
         return {"findings": int(m[2]), "blocking": int(m[3]), "shards": int(m[1]), "errors": int(m[4])}

@@ -143,7 +143,8 @@ def _expand(raw: str) -> tuple[list[_Found], Unresolved | None, tuple]:
         ignore: tuple = ()
         if problem is None and len(listed) > 1:
             ignore = _remote_ignore(listed)
-        return [_Found(f.ref, f.rel, f.ref.display) for f in listed], problem, ignore
+        found = [_Found(replace(f.ref, format=_format_of(f.ref.path)), f.rel, f.ref.display) for f in listed]
+        return found, problem, ignore
     path = Path(raw)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file())
