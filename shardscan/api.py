@@ -86,7 +86,9 @@ def scan(
         shards = [s for s in shards if only(s)]
     extra = tuple(ScanIssue(p.path, "unreadable", p.reason) for p in found.unresolved)
     extra += tuple(ScanIssue(n.path, "not-scanned", n.reason) for n in found.not_scanned)
-    if not shards and only is None and (policy.skip_unreadable or not extra):
+    # Files named one by one and all excluded (a commit of excluded files only) leave nothing to do.
+    only_excluded_files = bool(found.excluded) and not found.unresolved and not found.not_scanned
+    if not shards and only is None and not only_excluded_files and (policy.skip_unreadable or not extra):
         # Nothing read is no evidence of anything: never a pass, even when --skip-unreadable lets
         # the paths that yielded nothing pass (otherwise they already make the scan incomplete).
         named = ", ".join(given) if given else "(no path given)"

@@ -414,3 +414,26 @@ def test_a_url_without_its_filesystem_package_is_a_usage_error(tmp_path):
         proc = run(*args, "--no-cache" if args[0] != "redact" else "--no-allowlist", env=env)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert "pip install fsspec" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_hook_reads_csv_and_tar_files_and_honours_the_repository_shardscanignore(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "split.csv").write_text(f"id,text\n1,{TOKEN}\n")
+    write_tar(tmp_path / "shard.tar", webdataset_members())
+    (tmp_path / "cover.png").write_bytes(PNG)
+    proc = run("hook", "split.csv", "shard.tar", "cover.png", "--no-cache", "--no-allowlist", cwd=str(tmp_path))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "cover.png: [not-scanned]" in proc.stdout
+    (tmp_path / ".shardscanignore").write_text("*.png\n")
+    proc = run("hook", "split.csv", "shard.tar", "cover.png", "--no-cache", "--no-allowlist", cwd=str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "split.csv:0 text github-pat" in proc.stdout and "shard.tar!/001.json:0" in proc.stdout
+    assert "files: 2 files scanned, 1 excluded (1 by .shardscanignore), 0 not scanned" in proc.stdout
+
+
+def test_a_hook_run_whose_only_file_is_excluded_passes(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    parquet(tmp_path / "raw" / "dump.parquet", [f"t {TOKEN}"])
+    proc = run("hook", "raw/dump.parquet", "--exclude", "raw/", "--no-cache", "--no-allowlist", cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "files: 0 files scanned, 1 excluded (1 by --exclude), 0 not scanned" in proc.stdout

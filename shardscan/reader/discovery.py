@@ -88,7 +88,9 @@ def discover_files(
     their path as given instead (``dupA/x.parquet``, ``dupB/x.parquet``). A file, URL or glob match
     is named as given. ``exclude`` globs apply to every argument; ``ignore_patterns`` (lines of a
     ``.shardscanignore`` the caller read, e.g. at a repository root) apply to every argument with a
-    folder's own ``.shardscanignore`` after them. Raises MissingDependencyError for a URL whose
+    folder's own ``.shardscanignore`` after them. A folder, prefix or glob whose files are all
+    excluded is unresolved ("no file to scan"); a file named on its own and excluded is only
+    counted as excluded. Raises MissingDependencyError for a URL whose
     filesystem is not installed.
     """
     if isinstance(paths, (str, os.PathLike)):
@@ -117,7 +119,9 @@ def discover_files(
                 chosen[key] = replace(item, ref=replace(item.ref, exclude=tuple(exclude) + tuple(ignore_patterns)))
         if not files:
             problems.append(Unresolved(raw, "no file to scan: empty folder"))
-        elif not kept:
+        elif not kept and not _names_one_file(raw, files):
+            # A file named on its own and excluded is simply excluded (a commit hook passes every
+            # staged file by name); a folder, prefix or glob with nothing left is a mistake to flag.
             problems.append(Unresolved(raw, f"no file to scan: all {len(files)} file(s) are excluded"))
     shards: list[ShardRef] = []
     for item in _unambiguous(list(chosen.values())):
@@ -166,6 +170,10 @@ def _expand(raw: str) -> tuple[list[_Found], Unresolved | None, tuple]:
                  for m in matches]
         return found, None, ()
     return [], Unresolved(raw, "no such file, folder or glob match"), ()
+
+
+def _names_one_file(raw: str, files: list[_Found]) -> bool:
+    return len(files) == 1 and files[0].ref.display in (raw, _display(raw))
 
 
 def _unambiguous(found: list[_Found]) -> list[_Found]:
