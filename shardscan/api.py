@@ -23,6 +23,9 @@ from shardscan.report import ExclusionCount, FileCounts, NotScannedFile, Report,
 from shardscan.ruleset import Ruleset, load_ruleset
 
 ProgressCallback = Callable[[ShardResult], None]
+# Formats whose results the cache cannot replay: a tar archive's findings name its members (the
+# cache names every finding by the file), and which members are read depends on --exclude.
+UNCACHED_FORMATS: frozenset[str] = frozenset({"tar"})
 ENGINES: tuple[str, ...] = ("local", "ray")
 
 
@@ -126,7 +129,8 @@ def _scan_with_cache(
     run: Callable[[list[ShardRef], Scanner, ProgressCallback | None], list[ShardResult]] | None = None,
 ) -> list[ShardResult]:
     """Replay unchanged shards from the cache, scan the rest (with ``run``), store their complete results."""
-    replayed, todo = partition(cache, shards)
+    replayed, todo = partition(cache, [s for s in shards if s.format not in UNCACHED_FORMATS])
+    todo += [(s, None) for s in shards if s.format in UNCACHED_FORMATS]
     for result in replayed:
         if on_shard:
             on_shard(result)

@@ -437,3 +437,13 @@ def test_a_hook_run_whose_only_file_is_excluded_passes(tmp_path):
     proc = run("hook", "raw/dump.parquet", "--exclude", "raw/", "--no-cache", "--no-allowlist", cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "files: 0 files scanned, 1 excluded (1 by --exclude), 0 not scanned" in proc.stdout
+
+
+def test_tar_results_are_never_replayed_from_the_cache(tmp_path):
+    write_tar(tmp_path / "data" / "shard.tar", webdataset_members())
+    cache = tmp_path / "cache"
+    first = shardscan.scan(tmp_path / "data", cache=cache)
+    again = shardscan.scan(tmp_path / "data", cache=cache, exclude=["*.txt"])
+    assert locations(first) == {("shard.tar!/001.json", 0, "conversations[0].content"), ("shard.tar!/001.txt", 1, "__text__")}
+    assert locations(again) == {("shard.tar!/001.json", 0, "conversations[0].content")}
+    assert again.stats.cached_shards == 0
