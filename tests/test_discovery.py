@@ -447,3 +447,13 @@ def test_tar_results_are_never_replayed_from_the_cache(tmp_path):
     assert locations(first) == {("shard.tar!/001.json", 0, "conversations[0].content"), ("shard.tar!/001.txt", 1, "__text__")}
     assert locations(again) == {("shard.tar!/001.json", 0, "conversations[0].content")}
     assert again.stats.cached_shards == 0
+
+
+def test_an_hf_url_without_huggingface_hub_names_the_package(tmp_path):
+    pytest.importorskip("fsspec")
+    fake = tmp_path / "site"
+    (fake / "huggingface_hub").mkdir(parents=True)
+    (fake / "huggingface_hub" / "__init__.py").write_text("raise ImportError('No module named huggingface_hub')\n")
+    proc = run("scan", "hf://datasets/org/traces", "--no-cache", env=dict(os.environ, PYTHONPATH=str(fake)))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "pip install huggingface_hub" in proc.stderr and "Traceback" not in proc.stderr

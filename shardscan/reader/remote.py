@@ -53,7 +53,9 @@ def resolve(url: str) -> tuple[pafs.FileSystem, str, Callable[[str], str]]:
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ImportError as exc:
-        raise ImportError(f"{scheme}:// URLs need an fsspec implementation{_package_hint(scheme)} ({exc})") from None
+        package = FSSPEC_PACKAGES.get(scheme)
+        how = f"pip install {package}" if package else f"install the package that registers {scheme}:// ({exc})"
+        raise ImportError(f"{scheme}:// URLs need an fsspec implementation: {how}") from None
     return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path, fs.unstrip_protocol
 
 
@@ -127,7 +129,7 @@ def _ref(path: str, filesystem: pafs.FileSystem, to_url: Callable[[str], str]) -
 
 def _package_hint(scheme: str) -> str:
     package = FSSPEC_PACKAGES.get(scheme)
-    return f" and {package}" if package else ""
+    return f" {package}" if package else ""
 
 
 def _relative(path: str, root: str) -> str:
