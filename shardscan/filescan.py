@@ -7,7 +7,8 @@ string concatenated over lines) is still whole in one cell. A PEM block (``-----
 never cut: its cell grows until the ``-----END`` line, up to :data:`MAX_BLOCK_BYTES`. A finding is
 then placed at the line it starts on: row = 0-based line number, column ``__text__``, start and
 end offsets in characters from the start of that line (end may run past the line for a
-multi-line secret). A line longer than :data:`MAX_PIECE_CHARS` is scanned in overlapping pieces.
+multi-line secret). A line longer than :data:`MAX_PIECE_CHARS` is scanned in overlapping pieces,
+each placed by its offset in the line; memory stays bounded however long a line is.
 
 CSV/TSV: one cell per field, column = the header's name, row = 0-based data row (the header line
 is not a row). A file the CSV parser cannot read whole (a row whose field count differs from the
@@ -74,25 +75,44 @@ class TextCell:
 # ---- text ---------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """Decoded text of one line, or of part of a line too long to hold (``complete`` False).
+
+    ``advance`` is how far the next segment of the same line starts after this one's start (the
+    segments of a long line overlap, so a secret at a cut is whole in one of them).
+    """
+
+    text: str
+    complete: bool
+    advance: int
+
+
 def text_cells(chunks: Iterator[bytes]) -> Iterator[TextCell | int]:
     """Cut a byte stream into text cells; yields each cell, and the number of lines read (last).
 
     Bounded: a cell holds at most CHUNK_BYTES of whole lines (MAX_BLOCK_BYTES inside a PEM block),
-    and a longer line is split into pieces of MAX_PIECE_CHARS.
+    and a longer line is split into overlapping pieces of MAX_PIECE_CHARS, placed by their offset
+    in the line.
     """
     buf: list[str] = []
     size = 0
     first = 0
     number = 0
+    offset = 0  # where the current segment starts in its line (non-zero only inside a long line)
     in_block = False
     fresh = 0  # lines in ``buf`` not yet in an emitted cell
-    for line in _decoded_lines(chunks):
-        if len(line) > MAX_PIECE_CHARS:
+    for segment in _decoded_lines(chunks):
+        line = segment.text
+        if offset or not segment.complete or len(line) > MAX_PIECE_CHARS:
             if fresh:
                 yield TextCell(first, 0, "".join(buf))
             buf, size, fresh, in_block = [], 0, 0, False
-            yield from _pieces(number, line)
-            number += 1
+            yield from _pieces(number, line, offset)
+            offset += segment.advance
+            if segment.complete:
+                number += 1
+                offset = 0
             first = number
             continue
         buf.append(line)
@@ -115,17 +135,18 @@ def text_cells(chunks: Iterator[bytes]) -> Iterator[TextCell | int]:
     yield number
 
 
-def _pieces(number: int, line: str) -> Iterator[TextCell]:
+def _pieces(number: int, line: str, base: int) -> Iterator[TextCell]:
     step = MAX_PIECE_CHARS - PIECE_OVERLAP_CHARS
     for start in range(0, len(line), step):
-        yield TextCell(number, start, line[start : start + MAX_PIECE_CHARS])
+        yield TextCell(number, base + start, line[start : start + MAX_PIECE_CHARS])
         if start + MAX_PIECE_CHARS >= len(line):
             break
 
 
-def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[str]:
-    """Lines (with their newline) decoded as UTF-8, a byte order mark dropped; bounded memory: a
-    line without a newline is flushed in pieces once it passes MAX_PIECE_CHARS."""
+def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[_Segment]:
+    """Lines (with their newline) decoded as UTF-8, a byte order mark dropped. Memory is bounded: a
+    line still without its newline after 4 * MAX_PIECE_CHARS bytes is handed over in segments that
+    overlap by PIECE_OVERLAP_CHARS bytes."""
     pending = b""
     first = True
     for chunk in chunks:
@@ -136,18 +157,24 @@ def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[str]:
         lines = data.split(b"\n")
         pending = lines.pop()
         for line in lines:
-            yield (line + b"\n").decode("utf-8", "replace")
+            text = (line + b"\n").decode("utf-8", "replace")
+            yield _Segment(text, True, len(text))
         if len(pending) > 4 * MAX_PIECE_CHARS:
-            # A newline-free stream: hand over a long piece (cut at a character boundary); the
-            # rest stays pending. The piece is its own "line" (row numbers after it shift by one,
-            # documented as the price of a line longer than 4 MB).
-            cut = len(pending) - MAX_PIECE_CHARS
-            while cut > 0 and pending[cut] & 0xC0 == 0x80:
-                cut -= 1
-            yield pending[:cut].decode("utf-8", "replace")
-            pending = pending[cut:]
+            cut = _char_boundary(pending, len(pending) - MAX_PIECE_CHARS)
+            keep = _char_boundary(pending, cut - PIECE_OVERLAP_CHARS)
+            text = pending[:cut].decode("utf-8", "replace")
+            yield _Segment(text, False, len(text) - len(pending[keep:cut].decode("utf-8", "replace")))
+            pending = pending[keep:]
     if pending:
-        yield pending.decode("utf-8", "replace")
+        text = pending.decode("utf-8", "replace")
+        yield _Segment(text, True, len(text))
+
+
+def _char_boundary(data: bytes, index: int) -> int:
+    """``index`` moved back to the start of a UTF-8 character."""
+    while index > 0 and data[index] & 0xC0 == 0x80:
+        index -= 1
+    return index
 
 
 def scan_text_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:

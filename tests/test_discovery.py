@@ -457,3 +457,20 @@ def test_an_hf_url_without_huggingface_hub_names_the_package(tmp_path):
     proc = run("scan", "hf://datasets/org/traces", "--no-cache", env=dict(os.environ, PYTHONPATH=str(fake)))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "pip install huggingface_hub" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_newline_free_stream_is_read_in_bounded_segments_at_true_offsets(tmp_path, monkeypatch):
+    from shardscan import filescan
+
+    # Small pieces, so the bounded path runs on a small file: 40 KiB without a newline.
+    monkeypatch.setattr(filescan, "MAX_PIECE_CHARS", 4096)
+    monkeypatch.setattr(filescan, "PIECE_OVERLAP_CHARS", 512)
+    monkeypatch.setattr(filescan, "READ_BYTES", 1000)
+    filler = "ab " * 4000
+    text = filler + f"x={TOKEN} " + filler + f"y={TOKEN}" + "é" * 3000
+    cells = [c for c in filescan.text_cells(iter([text.encode()[i:i + 1000] for i in range(0, len(text.encode()), 1000)]))
+             if not isinstance(c, int)]
+    assert max(len(c.text) for c in cells) <= 4096 and {c.line for c in cells} == {0}
+    report = shardscan.scan([str((tmp_path / "x.txt"))]) if (tmp_path / "x.txt").write_text(text) else None
+    assert [(f.location.row, f.start) for f in report.findings] == [
+        (0, len(filler) + 2), (0, 2 * len(filler) + len(TOKEN) + 5)]
