@@ -15,17 +15,22 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shardscan.reader.exclude import (
     IGNORE_FILE,
     MAX_IGNORE_BYTES,
     ExclusionSource,
     Exclusions,
+    Pattern,
     compile_patterns,
     parse_ignore_file,
 )
 from shardscan.reader.sniff import HEAD_BYTES, TAIL_BYTES, Sniffed, compression_of, sniff
 from shardscan.reader.sources import FORMAT_SUFFIXES, ShardRef, Unresolved
+
+if TYPE_CHECKING:
+    from shardscan.reader.remote import Listed
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,24 @@ class _Found:
     prefixed: str  # the display name that names the file unambiguously (the argument joined with ``rel``)
 
 
+@dataclass(frozen=True, slots=True)
+class _Expanded:
+    """The files one argument names, the problem when it names none, and its root's ignore globs."""
+
+    files: tuple[_Found, ...] = ()
+    problem: Unresolved | None = None
+    ignore: tuple[Pattern, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Sniffing:
+    """A sniffed file: what it is, the compression to read it through, and its size if known."""
+
+    sniffed: Sniffed
+    compression: str | None = None
+    size: int | None = None
+
+
 def discover(paths: Sequence[str]) -> tuple[list[ShardRef], list[Unresolved]]:
     """The files to scan and the paths that yielded nothing (see :func:`discover_files`)."""
     found = discover_files(paths)
@@ -102,11 +125,12 @@ def discover_files(
     not_scanned: list[NotScanned] = []
     problems: list[Unresolved] = []
     for raw in (os.fspath(p) for p in paths):
-        files, problem, root_ignore = _expand(raw)
-        if problem is not None:
-            problems.append(problem)
+        expanded = _expand(raw)
+        files = expanded.files
+        if expanded.problem is not None:
+            problems.append(expanded.problem)
             continue
-        rules = Exclusions(option, base_ignore + root_ignore)
+        rules = Exclusions(option, base_ignore + expanded.ignore)
         kept = 0
         for item in files:
             source = rules.source_of(item.rel)
@@ -138,41 +162,36 @@ def discover_files(
     )
 
 
-def _expand(raw: str) -> tuple[list[_Found], Unresolved | None, tuple]:
+def _expand(raw: str) -> _Expanded:
     """The files one argument names, the problem when it names none, and its root's ignore globs."""
     if _is_url(raw):
         from shardscan.reader.remote import discover_url  # remote readers load for URLs only
 
         listed, problem = discover_url(raw)
-        ignore: tuple = ()
-        if problem is None and len(listed) > 1:
-            ignore = _remote_ignore(listed)
-        found = [_Found(replace(f.ref, format=_format_of(f.ref.path)), f.rel, f.ref.display) for f in listed]
-        return found, problem, ignore
+        found = tuple(_Found(replace(f.ref, format=_format_of(f.ref.path)), f.rel, f.ref.display) for f in listed)
+        return _Expanded(found, problem, _remote_ignore(listed) if problem is None and len(listed) > 1 else ())
     path = Path(raw)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-        ignore = _local_ignore(path / IGNORE_FILE)
         found = []
-        for file in files:
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
             rel = file.relative_to(path).as_posix()
             ref = ShardRef(display=rel, path=str(file), format=_format_of(file.name))
-            found.append(_Found(ref, rel, _display(str(path / rel)) if raw not in (".", "./") else rel))
-        return found, None, ignore
+            found.append(_Found(ref, rel, _display(str(path / rel))))
+        return _Expanded(tuple(found), None, _local_ignore(path / IGNORE_FILE))
     if path.exists():
         display = _display(raw)
-        return [_Found(ShardRef(display=display, path=str(path), format=_format_of(path.name)), display, display)], None, ()
+        return _Expanded((_Found(ShardRef(display=display, path=str(path), format=_format_of(path.name)), display,
+                                 display),))
     if glob.has_magic(raw):
         matches = [m for m in sorted(glob.glob(raw, recursive=True)) if os.path.isfile(m)]
         if not matches:
-            return [], Unresolved(raw, "no such file, folder or glob match"), ()
-        found = [_Found(ShardRef(display=_display(m), path=m, format=_format_of(m)), _display(m), _display(m))
-                 for m in matches]
-        return found, None, ()
-    return [], Unresolved(raw, "no such file, folder or glob match"), ()
+            return _Expanded(problem=Unresolved(raw, "no such file, folder or glob match"))
+        return _Expanded(tuple(_Found(ShardRef(display=_display(m), path=m, format=_format_of(m)), _display(m),
+                                      _display(m)) for m in matches))
+    return _Expanded(problem=Unresolved(raw, "no such file, folder or glob match"))
 
 
-def _names_one_file(raw: str, files: list[_Found]) -> bool:
+def _names_one_file(raw: str, files: tuple[_Found, ...]) -> bool:
     return len(files) == 1 and files[0].ref.display in (raw, _display(raw))
 
 
@@ -190,10 +209,10 @@ def classify(ref: ShardRef) -> ShardRef | NotScanned:
     sniffing its content; or why it is not scanned."""
     if ref.format:
         return ref
-    sniffed, compression, size = _sniff(ref)
-    if sniffed.format is None:
-        return NotScanned(ref.display, sniffed.reason, size)
-    return replace(ref, format=sniffed.format, compression=compression)
+    found = _sniff(ref)
+    if found.sniffed.format is None:
+        return NotScanned(ref.display, found.sniffed.reason, found.size)
+    return replace(ref, format=found.sniffed.format, compression=found.compression)
 
 
 def format_by_suffix(name: str) -> str:
@@ -209,7 +228,7 @@ def _format_of(name: str) -> str:
     return ""  # decided by sniffing
 
 
-def _sniff(ref: ShardRef) -> tuple[Sniffed, str | None, int | None]:
+def _sniff(ref: ShardRef) -> _Sniffing:
     """Sniff a file by its first and last bytes (after decompression when it is compressed)."""
     size = ref.size()
     try:
@@ -223,24 +242,24 @@ def _sniff(ref: ShardRef) -> tuple[Sniffed, str | None, int | None]:
                 tail = head[-TAIL_BYTES:]
     except Exception:
         # Unreadable files are the reader's to report (unreadable, exit 3), with its own message.
-        return Sniffed("text"), None, size
+        return _Sniffing(Sniffed("text"), size=size)
     compression = compression_of(head)
     if compression is None:
-        return sniff(head, tail, ref.display, whole=size is not None and size <= HEAD_BYTES), None, size
+        return _Sniffing(sniff(head, tail, ref.display, whole=size is not None and size <= HEAD_BYTES), size=size)
     try:
         with replace(ref, compression=compression).open_stream() as stream:
             inner = stream.read(HEAD_BYTES)
     except Exception:
-        return Sniffed(None, f"{compression}-compressed file that does not decompress"), None, size
+        return _Sniffing(Sniffed(None, f"{compression}-compressed file that does not decompress"), size=size)
     sniffed = sniff(inner, b"", ref.display, whole=len(inner) < HEAD_BYTES)
     if sniffed.format == "parquet":  # Parquet needs random access: a compressed one is not a shard
-        return Sniffed(None, f"{compression}-compressed Parquet file (decompress it to scan it)"), None, size
+        return _Sniffing(Sniffed(None, f"{compression}-compressed Parquet file (decompress it to scan it)"), size=size)
     if sniffed.format is None:
-        return Sniffed(None, f"{compression}-compressed {sniffed.reason}"), None, size
-    return sniffed, compression, size
+        return _Sniffing(Sniffed(None, f"{compression}-compressed {sniffed.reason}"), size=size)
+    return _Sniffing(sniffed, compression, size)
 
 
-def _local_ignore(path: Path) -> tuple:
+def _local_ignore(path: Path) -> tuple[Pattern, ...]:
     try:
         with open(path, "rb") as handle:
             return parse_ignore_file(handle.read(MAX_IGNORE_BYTES))
@@ -248,7 +267,7 @@ def _local_ignore(path: Path) -> tuple:
         return ()
 
 
-def _remote_ignore(listed: list) -> tuple:
+def _remote_ignore(listed: list[Listed]) -> tuple[Pattern, ...]:
     for item in listed:
         if item.rel == IGNORE_FILE:
             try:
