@@ -27,6 +27,7 @@ import os
 import re
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -95,44 +96,94 @@ def text_cells(chunks: Iterator[bytes]) -> Iterator[TextCell | int]:
     and a longer line is split into overlapping pieces of MAX_PIECE_CHARS, placed by their offset
     in the line.
     """
-    buf: list[str] = []
-    size = 0
-    first = 0
-    number = 0
-    offset = 0  # where the current segment starts in its line (non-zero only inside a long line)
-    in_block = False
-    fresh = 0  # lines in ``buf`` not yet in an emitted cell
-    for segment in _decoded_lines(chunks):
-        line = segment.text
-        if offset or not segment.complete or len(line) > MAX_PIECE_CHARS:
-            if fresh:
-                yield TextCell(first, 0, "".join(buf))
-            buf, size, fresh, in_block = [], 0, 0, False
-            yield from _pieces(number, line, offset)
-            offset += segment.advance
-            if segment.complete:
-                number += 1
-                offset = 0
-            first = number
+    cutter = _Cutter()
+    for item in _decoded_lines(chunks):
+        if isinstance(item, _Segment):
+            yield from cutter.segment(item)
             continue
-        buf.append(line)
-        size += len(line)
-        fresh += 1
-        number += 1
+        lines = item.lines
+        if cutter.offset and lines:  # the end of a line handed over in segments so far
+            yield from cutter.segment(_Segment(lines[0], True, len(lines[0])))
+            lines = lines[1:]
+        if not cutter.in_block and "-----BEGIN" not in item.text and item.longest <= SHORT_LINE_CHARS:
+            yield from cutter.short_lines(lines)
+        else:
+            for line in lines:
+                yield from cutter.line(line)
+    yield from cutter.finish()
+    yield cutter.number
+
+
+# Lines at most this long go into cells a block at a time (CHUNK_LINES of them stay within CHUNK_BYTES).
+SHORT_LINE_CHARS = CHUNK_BYTES // CHUNK_LINES
+
+
+class _Cutter:
+    """The state of cutting lines into cells: the lines waiting, where they start, PEM blocks."""
+
+    def __init__(self) -> None:
+        self.buf: list[str] = []
+        self.size = 0
+        self.first = 0  # line number of buf[0]
+        self.number = 0  # lines read
+        self.offset = 0  # where the current segment starts in its line (inside a long line only)
+        self.in_block = False
+        self.fresh = 0  # lines in ``buf`` not yet in an emitted cell
+
+    def short_lines(self, lines: list[str]) -> Iterator[TextCell]:
+        """Lines of at most SHORT_LINE_CHARS outside a PEM block: taken by slices, no per-line work."""
+        i = 0
+        while i < len(lines):
+            take = lines[i : i + CHUNK_LINES - len(self.buf)]
+            self.buf += take
+            self.size += sum(map(len, take))
+            self.fresh += len(take)
+            self.number += len(take)
+            i += len(take)
+            if len(self.buf) >= CHUNK_LINES:
+                yield self._emit()
+
+    def line(self, line: str) -> Iterator[TextCell]:
+        """One whole line (any length); a PEM block's lines stay in one cell."""
+        if len(line) > MAX_PIECE_CHARS:
+            yield from self.segment(_Segment(line, True, len(line)))
+            return
+        self.buf.append(line)
+        self.size += len(line)
+        self.fresh += 1
+        self.number += 1
         if _BEGIN.search(line):
-            in_block = True
-        if in_block and _END.search(line):
-            in_block = False
-        full = len(buf) >= CHUNK_LINES or size >= CHUNK_BYTES
-        if full and (not in_block or size >= MAX_BLOCK_BYTES):
-            yield TextCell(first, 0, "".join(buf))
-            in_block = False
-            keep = buf[-OVERLAP_LINES:] if len(buf) > OVERLAP_LINES else []
-            buf, size, fresh = keep, sum(map(len, keep)), 0
-            first = number - len(keep)
-    if fresh:
-        yield TextCell(first, 0, "".join(buf))
-    yield number
+            self.in_block = True
+        if self.in_block and _END.search(line):
+            self.in_block = False
+        full = len(self.buf) >= CHUNK_LINES or self.size >= CHUNK_BYTES
+        if full and (not self.in_block or self.size >= MAX_BLOCK_BYTES):
+            self.in_block = False
+            yield self._emit()
+
+    def segment(self, segment: _Segment) -> Iterator[TextCell]:
+        """A line too long to hold, or one segment of it: its own pieces, at their offset in the line."""
+        yield from self.finish()
+        self.buf, self.size, self.fresh, self.in_block = [], 0, 0, False
+        yield from _pieces(self.number, segment.text, self.offset)
+        self.offset += segment.advance
+        if segment.complete:
+            self.number += 1
+            self.offset = 0
+        self.first = self.number
+
+    def finish(self) -> Iterator[TextCell]:
+        """The last cell, if lines are waiting that no cell holds yet."""
+        if self.fresh:
+            yield TextCell(self.first, 0, "".join(self.buf))
+            self.fresh = 0
+
+    def _emit(self) -> TextCell:
+        cell = TextCell(self.first, 0, "".join(self.buf))
+        keep = self.buf[-OVERLAP_LINES:] if len(self.buf) > OVERLAP_LINES else []
+        self.buf, self.size, self.fresh = keep, sum(map(len, keep)), 0
+        self.first = self.number - len(keep)
+        return cell
 
 
 def _pieces(number: int, line: str, base: int) -> Iterator[TextCell]:
@@ -143,10 +194,21 @@ def _pieces(number: int, line: str, base: int) -> Iterator[TextCell]:
             break
 
 
-def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[_Segment]:
-    """Lines (with their newline) decoded as UTF-8, a byte order mark dropped. Memory is bounded: a
-    line still without its newline after 4 * MAX_PIECE_CHARS bytes is handed over in segments that
-    overlap by PIECE_OVERLAP_CHARS bytes."""
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """Whole lines decoded together (each with its newline, but maybe the file's last)."""
+
+    text: str
+    lines: list[str]
+    longest: int
+
+
+def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[_Lines | _Segment]:
+    """The stream's lines decoded as UTF-8 (a byte order mark dropped), a read's worth at a time.
+
+    Memory is bounded: a line still without its newline after 4 * MAX_PIECE_CHARS bytes is handed
+    over in segments that overlap by PIECE_OVERLAP_CHARS bytes.
+    """
     pending = b""
     first = True
     for chunk in chunks:
@@ -154,11 +216,10 @@ def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[_Segment]:
         if first and data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         first = False
-        lines = data.split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            text = (line + b"\n").decode("utf-8", "replace")
-            yield _Segment(text, True, len(text))
+        end = data.rfind(b"\n") + 1
+        pending = data[end:]
+        if end:
+            yield _lines(data[:end].decode("utf-8", "replace"))
         if len(pending) > 4 * MAX_PIECE_CHARS:
             cut = _char_boundary(pending, len(pending) - MAX_PIECE_CHARS)
             keep = _char_boundary(pending, cut - PIECE_OVERLAP_CHARS)
@@ -166,8 +227,15 @@ def _decoded_lines(chunks: Iterator[bytes]) -> Iterator[_Segment]:
             yield _Segment(text, False, len(text) - len(pending[keep:cut].decode("utf-8", "replace")))
             pending = pending[keep:]
     if pending:
-        text = pending.decode("utf-8", "replace")
-        yield _Segment(text, True, len(text))
+        yield _lines(pending.decode("utf-8", "replace"))
+
+
+def _lines(text: str) -> _Lines:
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return _Lines(text, lines, max(map(len, lines), default=0))
 
 
 def _char_boundary(data: bytes, index: int) -> int:
@@ -204,7 +272,10 @@ def _scan_cells(
     chars = 0
     index = 0
     lines = 0
-    for cell in cells:
+    while True:
+        t = time.perf_counter()
+        cell = next(cells, 0)
+        timer.add("read", t)  # reading, decoding and cutting the text into cells
         if isinstance(cell, int):
             lines = cell
             break

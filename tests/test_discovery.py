@@ -474,3 +474,16 @@ def test_a_newline_free_stream_is_read_in_bounded_segments_at_true_offsets(tmp_p
     report = shardscan.scan([str((tmp_path / "x.txt"))]) if (tmp_path / "x.txt").write_text(text) else None
     assert [(f.location.row, f.start) for f in report.findings] == [
         (0, len(filler) + 2), (0, 2 * len(filler) + len(TOKEN) + 5)]
+
+
+def test_the_end_of_a_segmented_line_keeps_its_offset_and_the_next_line_its_number(tmp_path, monkeypatch):
+    from shardscan import filescan
+
+    monkeypatch.setattr(filescan, "MAX_PIECE_CHARS", 4096)
+    monkeypatch.setattr(filescan, "PIECE_OVERLAP_CHARS", 512)
+    monkeypatch.setattr(filescan, "READ_BYTES", 1000)
+    filler = "ab " * 8000
+    (tmp_path / "x.txt").write_text(filler + f"x={TOKEN}\nnext {TOKEN}\n")
+    report = shardscan.scan([str(tmp_path / "x.txt")])
+    assert [(f.location.row, f.start) for f in report.findings] == [(0, len(filler) + 2), (1, 5)]
+    assert report.stats.rows == 2
