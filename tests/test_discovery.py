@@ -108,18 +108,18 @@ def test_gzip_compressed_json_lines_without_a_suffix_is_sniffed(tmp_path):
 
 
 def test_sniffing_tells_shards_archives_text_and_binary_apart():
-    assert sniff(b"PAR1....", b"PAR1", "x").format == "parquet"
-    assert sniff(b"ARROW1\x00\x00", b"", "x").format == "arrow"
-    assert sniff(b"\xff\xff\xff\xff\x10\x00\x00\x00", b"", "x").format == "arrow"
+    assert sniff(b"PAR1....", "x").format == "parquet"
+    assert sniff(b"ARROW1\x00\x00", "x").format == "arrow"
+    assert sniff(b"\xff\xff\xff\xff\x10\x00\x00\x00", "x").format == "arrow"
     header = b"member.json".ljust(257, b"\x00") + b"ustar\x0000"
-    assert sniff(header, b"", "x").format == "tar"
-    assert sniff(b'{"text": "hi"}\n{"text": "x"}\n', b"", "x").format == "jsonl"
-    assert sniff(b"# Dataset card\n\nhello", b"", "README.md", whole=True).format == "text"
-    assert sniff(b"a,b\n1,2\n", b"", "train.CSV", whole=True).format == "csv"
-    assert sniff("naïve text, cut mid-char: é".encode()[:-1], b"", "x").format == "text"
-    png = sniff(PNG, b"", "x.png")
+    assert sniff(header, "x").format == "tar"
+    assert sniff(b'{"text": "hi"}\n{"text": "x"}\n', "x").format == "jsonl"
+    assert sniff(b"# Dataset card\n\nhello", "README.md", whole=True).format == "text"
+    assert sniff(b"a,b\n1,2\n", "train.CSV", whole=True).format == "csv"
+    assert sniff("naïve text, cut mid-char: é".encode()[:-1], "x").format == "text"
+    png = sniff(PNG, "x.png")
     assert png.format is None and "PNG image" in png.reason
-    assert sniff(bytes(range(256)), b"", "weights.bin").format is None
+    assert sniff(bytes(range(256)), "weights.bin").format is None
 
 
 # ---- text files -----------------------------------------------------------------------------------
@@ -487,3 +487,11 @@ def test_the_end_of_a_segmented_line_keeps_its_offset_and_the_next_line_its_numb
     report = shardscan.scan([str(tmp_path / "x.txt")])
     assert [(f.location.row, f.start) for f in report.findings] == [(0, len(filler) + 2), (1, 5)]
     assert report.stats.rows == 2
+
+
+def test_a_truncated_parquet_file_with_an_unknown_suffix_is_unreadable_not_binary(tmp_path):
+    path = parquet(tmp_path / "data" / "part-0.pq", [f"t {TOKEN}"] * 50)
+    path.write_bytes(path.read_bytes()[:-20])
+    report = shardscan.scan(tmp_path / "data")
+    assert [(i.shard, i.kind) for i in report.issues] == [("part-0.pq", "unreadable")]
+    assert report.exit_code == 3

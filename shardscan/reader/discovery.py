@@ -26,7 +26,7 @@ from shardscan.reader.exclude import (
     compile_patterns,
     parse_ignore_file,
 )
-from shardscan.reader.sniff import HEAD_BYTES, TAIL_BYTES, Sniffed, compression_of, sniff
+from shardscan.reader.sniff import HEAD_BYTES, Sniffed, compression_of, sniff
 from shardscan.reader.sources import FORMAT_SUFFIXES, ShardRef, Unresolved
 
 if TYPE_CHECKING:
@@ -229,29 +229,24 @@ def _format_of(name: str) -> str:
 
 
 def _sniff(ref: ShardRef) -> _Sniffing:
-    """Sniff a file by its first and last bytes (after decompression when it is compressed)."""
+    """Sniff a file by its first bytes (after decompression when it is compressed): one read, which
+    for a remote file is one ranged request."""
     size = ref.size()
     try:
         with ref.open() as handle:
             head = handle.read(HEAD_BYTES)
-            tail = b""
-            if size is not None and size > HEAD_BYTES:
-                handle.seek(size - TAIL_BYTES)
-                tail = handle.read(TAIL_BYTES)
-            else:
-                tail = head[-TAIL_BYTES:]
     except Exception:
         # Unreadable files are the reader's to report (unreadable, exit 3), with its own message.
         return _Sniffing(Sniffed("text"), size=size)
     compression = compression_of(head)
     if compression is None:
-        return _Sniffing(sniff(head, tail, ref.display, whole=size is not None and size <= HEAD_BYTES), size=size)
+        return _Sniffing(sniff(head, ref.display, whole=size is not None and size <= HEAD_BYTES), size=size)
     try:
         with replace(ref, compression=compression).open_stream() as stream:
             inner = stream.read(HEAD_BYTES)
     except Exception:
         return _Sniffing(Sniffed(None, f"{compression}-compressed file that does not decompress"), size=size)
-    sniffed = sniff(inner, b"", ref.display, whole=len(inner) < HEAD_BYTES)
+    sniffed = sniff(inner, ref.display, whole=len(inner) < HEAD_BYTES)
     if sniffed.format == "parquet":  # Parquet needs random access: a compressed one is not a shard
         return _Sniffing(Sniffed(None, f"{compression}-compressed Parquet file (decompress it to scan it)"), size=size)
     if sniffed.format is None:

@@ -1,4 +1,4 @@
-"""Tell what a file is from its first and last bytes: a shard format, an archive, text, or binary."""
+"""Tell what a file is from its first bytes: a shard format, an archive, text, or binary."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 # Bytes read from the start of a file (after decompression, when it is compressed) to decide.
 HEAD_BYTES = 8192
-TAIL_BYTES = 4
 
 # Compression framings pyarrow can decompress as a stream: magic -> pyarrow codec name.
 COMPRESSION_MAGIC: dict[bytes, str] = {
@@ -54,8 +53,8 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
-def sniff(head: bytes, tail: bytes, name: str, whole: bool = False) -> Sniffed:
-    """Classify uncompressed content from its head (up to HEAD_BYTES) and its last bytes.
+def sniff(head: bytes, name: str, whole: bool = False) -> Sniffed:
+    """Classify uncompressed content from its head (up to HEAD_BYTES).
 
     ``name`` only breaks ties a file's bytes cannot (CSV and TSV are text either way), and
     ``whole`` says the head is the whole file (so a multi-byte character cut at the end of the
@@ -63,8 +62,9 @@ def sniff(head: bytes, tail: bytes, name: str, whole: bool = False) -> Sniffed:
     """
     lower = name.lower()
     if head.startswith(b"PAR1"):
-        # A Parquet head without its footer magic is a damaged or truncated shard: the Parquet
-        # reader says so (unreadable), rather than this file passing as "binary, not scanned".
+        # The footer's magic is not needed to decide: a Parquet head without it is a damaged or
+        # truncated shard, which the Parquet reader reports (unreadable), rather than this file
+        # passing as "binary, not scanned"; and a remote file is sniffed with one ranged read.
         return Sniffed("parquet")
     if head.startswith(b"ARROW1") or (head.startswith(b"\xff\xff\xff\xff") and len(head) >= 8):
         return Sniffed("arrow")
