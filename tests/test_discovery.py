@@ -410,6 +410,7 @@ def test_a_url_without_its_filesystem_package_is_a_usage_error(tmp_path):
     (fake / "fsspec" / "__init__.py").write_text("raise ImportError('No module named fsspec')\n")
     env = dict(os.environ, PYTHONPATH=str(fake))
     for args in (["scan", "hf://datasets/org/traces"], ["gate", "hf://datasets/org/traces"],
+                 ["hook", "hf://datasets/org/traces/data/train.parquet"],
                  ["redact", "hf://datasets/org/traces", "--out", str(tmp_path / "o")]):
         proc = run(*args, "--no-cache" if args[0] != "redact" else "--no-allowlist", env=env)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
