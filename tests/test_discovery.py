@@ -496,3 +496,16 @@ def test_a_truncated_parquet_file_with_an_unknown_suffix_is_unreadable_not_binar
     report = shardscan.scan(tmp_path / "data")
     assert [(i.shard, i.kind) for i in report.issues] == [("part-0.pq", "unreadable")]
     assert report.exit_code == 3
+
+
+def test_legacy_encoded_text_and_indented_pem_blocks_are_scanned(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "notes").write_bytes("Caf\u00e9 cr\u00e8me, r\u00e9sum\u00e9\n".encode("latin-1") * 3
+                                 + f"token={TOKEN}\n".encode())
+    key = "".join(f"    {line}\n" for line in private_key_pem("ec").splitlines())
+    (data / "deploy.yaml").write_text(f"service:\n  name: api\n  tls_key: |\n{key}  port: 443\n")
+    report = shardscan.scan(data)
+    assert {(f.location.shard, f.location.row, f.rule_id) for f in report.findings} == {
+        ("notes", 3, "github-pat"), ("deploy.yaml", 3, "private-key")}
+    assert report.exit_code == 1 and report.issues == ()

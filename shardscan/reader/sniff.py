@@ -85,20 +85,32 @@ def sniff(head: bytes, name: str, whole: bool = False) -> Sniffed:
 
 
 def is_text(head: bytes, whole: bool = False) -> bool:
-    """True when bytes read as text: UTF-8 (a character cut at the end allowed) with no NUL and
-    few control characters."""
+    """True when bytes read as text: no NUL, few control characters, and UTF-8 (a character cut at
+    the end allowed) or a legacy 8-bit encoding (Latin-1, cp1252: mostly ASCII).
+
+    Binary formats put NUL bytes or control bytes in any 8 KiB; a text file in a legacy encoding
+    is still read (as UTF-8 with replacement: credentials are ASCII), never left unscanned.
+    """
     if b"\x00" in head:
         return False
     sample = head.removeprefix(b"\xef\xbb\xbf")
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    if controls > max(2, len(sample) // 100):
+        return False
     try:
-        text = sample.decode("utf-8")
+        sample.decode("utf-8")
     except UnicodeDecodeError as err:
-        # Only a multi-byte character cut by the sample's end is forgiven.
+        # A multi-byte character cut by the sample's end is forgiven; other invalid UTF-8 must be
+        # mostly ASCII to be legacy text (random bytes are half high bytes).
         if whole or err.start < len(sample) - 3:
-            return False
-        text = sample[: err.start].decode("utf-8")
-    controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f\v\x1b")
-    return controls <= max(2, len(text) // 100)
+            high = len(sample) - len(sample.translate(None, _HIGH_BYTES))
+            return high <= len(sample) * 0.3
+    return True
+
+
+# Control bytes that text does not hold (tab, newlines, form feed and ESC of terminal colours are text).
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b") + b"\x7f"
+_HIGH_BYTES = bytes(range(128, 256))
 
 
 def _first_line_is_json_object(head: bytes) -> bool:
