@@ -77,11 +77,11 @@ class FileCounts:
         return sum(e.count for e in self.excluded)
 
     def summary(self) -> str:
-        """One line for every report format: ``12 files scanned, 3 excluded (2 by .shardscanignore,
-        1 by --exclude), 1 not scanned``."""
-        text = f"{self.scanned} file{'' if self.scanned == 1 else 's'} scanned, {self.excluded_total} excluded"
-        if self.excluded:
-            text += " (" + ", ".join(f"{e.count} by {e.source}" for e in self.excluded) + ")"
+        """One line for every report format: ``12 files scanned, 2 files excluded by .shardscanignore,
+        1 file excluded by --exclude, 1 not scanned`` (``0 excluded`` when nothing was)."""
+        text = f"{self.scanned} file{'' if self.scanned == 1 else 's'} scanned, "
+        text += ", ".join(f"{e.count} file{'' if e.count == 1 else 's'} excluded by {e.source}"
+                          for e in self.excluded) or "0 excluded"
         text += f", {len(self.not_scanned)} not scanned"
         if self.excluded_members:
             text += f"; {self.excluded_members} archive member{'' if self.excluded_members == 1 else 's'} excluded"

@@ -292,11 +292,11 @@ def test_shardscanignore_excludes_and_says_so(tmp_path):
     (data / ".shardscanignore").write_text("# published unread, reviewed\nimages/\n*.bin\n!keep.bin\n")
     proc = run("scan", str(data), "--no-cache", "-f", "compact")
     assert proc.returncode == 3  # keep.bin is re-included, and it is binary
-    assert "files: 2 files scanned, 3 excluded (3 by .shardscanignore), 1 not scanned" in proc.stdout
+    assert "files: 2 files scanned, 3 files excluded by .shardscanignore, 1 not scanned" in proc.stdout
     (data / ".shardscanignore").write_text("images/\n*.bin\n")
     proc = run("scan", str(data), "--no-cache", "-f", "compact")
     assert proc.returncode == 0, proc.stdout
-    assert "files: 2 files scanned, 4 excluded (4 by .shardscanignore), 0 not scanned" in proc.stdout
+    assert "files: 2 files scanned, 4 files excluded by .shardscanignore, 0 not scanned" in proc.stdout
 
 
 def test_git_cache_and_temporary_files_are_excluded_by_default(tmp_path):
@@ -344,7 +344,7 @@ def test_every_report_format_shows_the_file_counts(tmp_path):
     args = [a for fmt, path in outputs.items() for a in ("--format", f"{fmt}:{path}")]
     proc = run("scan", str(data), "--no-cache", "--exclude", "skip.png", *args)
     assert proc.returncode == 3
-    summary = "2 files scanned, 1 excluded (1 by --exclude), 1 not scanned"
+    summary = "2 files scanned, 1 file excluded by --exclude, 1 not scanned"
     for fmt, path in outputs.items():
         text = path.read_text()
         if fmt in ("json", "sarif"):
@@ -429,7 +429,7 @@ def test_hook_reads_csv_and_tar_files_and_honours_the_repository_shardscanignore
     proc = run("hook", "split.csv", "shard.tar", "cover.png", "--no-cache", "--no-allowlist", cwd=str(tmp_path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "split.csv:0 text github-pat" in proc.stdout and "shard.tar!/001.json:0" in proc.stdout
-    assert "files: 2 files scanned, 1 excluded (1 by .shardscanignore), 0 not scanned" in proc.stdout
+    assert "files: 2 files scanned, 1 file excluded by .shardscanignore, 0 not scanned" in proc.stdout
 
 
 def test_a_hook_run_whose_only_file_is_excluded_passes(tmp_path):
@@ -437,7 +437,7 @@ def test_a_hook_run_whose_only_file_is_excluded_passes(tmp_path):
     parquet(tmp_path / "raw" / "dump.parquet", [f"t {TOKEN}"])
     proc = run("hook", "raw/dump.parquet", "--exclude", "raw/", "--no-cache", "--no-allowlist", cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "files: 0 files scanned, 1 excluded (1 by --exclude), 0 not scanned" in proc.stdout
+    assert "files: 0 files scanned, 1 file excluded by --exclude, 0 not scanned" in proc.stdout
 
 
 def test_tar_results_are_never_replayed_from_the_cache(tmp_path):
