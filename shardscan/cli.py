@@ -315,17 +315,6 @@ def _run_scan(
         raise _fail(str(err)) from None
 
 
-def _ignore_lines(root: Path) -> list[str]:
-    """The globs of ``.shardscanignore`` at ``root`` (the hook's repository root), if it exists."""
-    from shardscan.reader.exclude import IGNORE_FILE, MAX_IGNORE_BYTES
-
-    try:
-        with open(root / IGNORE_FILE, "rb") as handle:
-            return handle.read(MAX_IGNORE_BYTES).decode("utf-8", "replace").splitlines()
-    except OSError:
-        return []
-
-
 # ---- commands ---------------------------------------------------------------------------------
 
 
@@ -430,12 +419,14 @@ def hook(
 
     The files are read from the working tree (pre-commit stashes unstaged changes first); a Git LFS
     pointer is unreadable (its content is not present), never clean. ``allowlist.yaml`` at the
-    repository root is honoured, and so are the globs of ``.shardscanignore`` there. The result cache lives in ``.shardscan-cache/`` at the repository
-    root unless --cache-dir or $SHARDSCAN_CACHE_DIR says otherwise.
+    repository root is honoured, and so are the globs of ``.shardscanignore`` there. The result
+    cache lives in ``.shardscan-cache/`` at the repository root unless --cache-dir or
+    $SHARDSCAN_CACHE_DIR says otherwise.
     """
     from shardscan.allowlist import DEFAULT_ALLOWLIST
     from shardscan.api import scan as api_scan
     from shardscan.gitutil import repo_root
+    from shardscan.reader.exclude import ignore_file_lines
 
     if not files:
         raise typer.Exit(0)
@@ -447,7 +438,7 @@ def hook(
     try:
         report = api_scan(
             files, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted, cache=cache,
-            exclude=exclude, ignore_patterns=_ignore_lines(root),
+            exclude=exclude, ignore_patterns=ignore_file_lines(root),
         )
     except ConfigError as err:
         raise _fail(str(err)) from None

@@ -24,6 +24,7 @@ from shardscan.reader.exclude import (
     Exclusions,
     Pattern,
     compile_patterns,
+    ignore_file_lines,
     parse_ignore_file,
 )
 from shardscan.reader.sniff import HEAD_BYTES, Sniffed, compression_of, sniff
@@ -177,7 +178,7 @@ def _expand(raw: str) -> _Expanded:
             rel = file.relative_to(path).as_posix()
             ref = ShardRef(display=rel, path=str(file), format=_format_of(file.name))
             found.append(_Found(ref, rel, _display(str(path / rel))))
-        return _Expanded(tuple(found), None, _local_ignore(path / IGNORE_FILE))
+        return _Expanded(tuple(found), None, _local_ignore(path))
     if path.exists():
         display = _display(raw)
         return _Expanded((_Found(ShardRef(display=display, path=str(path), format=_format_of(path.name)), display,
@@ -254,12 +255,8 @@ def _sniff(ref: ShardRef) -> _Sniffing:
     return _Sniffing(sniffed, compression, size)
 
 
-def _local_ignore(path: Path) -> tuple[Pattern, ...]:
-    try:
-        with open(path, "rb") as handle:
-            return parse_ignore_file(handle.read(MAX_IGNORE_BYTES))
-    except OSError:
-        return ()
+def _local_ignore(folder: Path) -> tuple[Pattern, ...]:
+    return compile_patterns(ignore_file_lines(folder))
 
 
 def _remote_ignore(listed: list[Listed]) -> tuple[Pattern, ...]:

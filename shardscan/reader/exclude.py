@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from shardscan.atomic import TEMP_SUFFIX
 
@@ -106,6 +107,15 @@ def matches(patterns: tuple[Pattern, ...], rel: str) -> bool:
         if pattern.negate == excluded and pattern.regex.fullmatch(rel):
             excluded = not pattern.negate
     return excluded
+
+
+def ignore_file_lines(folder: Path) -> list[str]:
+    """The lines of ``.shardscanignore`` in ``folder`` (read bounded), or none when it has none."""
+    try:
+        with open(folder / IGNORE_FILE, "rb") as handle:
+            return handle.read(MAX_IGNORE_BYTES).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
 
 
 def parse_ignore_file(data: bytes) -> tuple[Pattern, ...]:
