@@ -509,3 +509,17 @@ def test_legacy_encoded_text_and_indented_pem_blocks_are_scanned(tmp_path):
     assert {(f.location.shard, f.location.row, f.rule_id) for f in report.findings} == {
         ("notes", 3, "github-pat"), ("deploy.yaml", 3, "private-key")}
     assert report.exit_code == 1 and report.issues == ()
+
+
+def test_sarif_places_a_text_finding_at_its_line_and_character(tmp_path):
+    from shardscan.reporters import render
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "README.md").write_text(f"# Card\n\n    export GITHUB_TOKEN={TOKEN}\n")
+    sarif = json.loads(render(shardscan.scan(tmp_path / "data"), "sarif"))
+    [result] = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 3, "startColumn": 25}
+    from shardscan import filescan
+    from shardscan.reporters import sarif as sarif_module
+
+    assert sarif_module.TEXT_COLUMN == filescan.TEXT_COLUMN
