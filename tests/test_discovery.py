@@ -353,7 +353,8 @@ def test_every_report_format_shows_the_file_counts(tmp_path):
             assert (files["scanned"], files["excluded"], len(files["not_scanned"])) == (2, 1, 1), fmt
             assert files["not_scanned"][0]["path"] == "cat.png"
         elif fmt == "jsonl":
-            assert "cat.png" in text, fmt
+            summary_line = json.loads(text.splitlines()[-1])
+            assert summary_line["type"] == "summary" and summary_line["files"]["scanned"] == 2, fmt
         else:
             assert summary in text, fmt
             assert "cat.png" in text, fmt
