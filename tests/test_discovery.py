@@ -524,3 +524,10 @@ def test_sarif_places_a_text_finding_at_its_line_and_character(tmp_path):
     from shardscan.reporters import sarif as sarif_module
 
     assert sarif_module.TEXT_COLUMN == filescan.TEXT_COLUMN
+
+
+def test_a_plain_text_file_named_like_a_compressed_one_is_read_plain(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.gz").write_text(f"not compressed at all: {TOKEN}\n")
+    report = shardscan.scan(tmp_path / "data")
+    assert locations(report) == {("notes.gz", 0, "__text__")} and report.issues == ()

@@ -28,7 +28,7 @@ from shardscan.reader.exclude import (
     parse_ignore_file,
 )
 from shardscan.reader.sniff import HEAD_BYTES, Sniffed, compression_of, sniff
-from shardscan.reader.sources import FORMAT_SUFFIXES, ShardRef, Unresolved
+from shardscan.reader.sources import FORMAT_SUFFIXES, NO_COMPRESSION, ShardRef, Unresolved
 
 if TYPE_CHECKING:
     from shardscan.reader.remote import Listed
@@ -213,7 +213,7 @@ def classify(ref: ShardRef) -> ShardRef | NotScanned:
     found = _sniff(ref)
     if found.sniffed.format is None:
         return NotScanned(ref.display, found.sniffed.reason, found.size)
-    return replace(ref, format=found.sniffed.format, compression=found.compression)
+    return replace(ref, format=found.sniffed.format, compression=found.compression or NO_COMPRESSION)
 
 
 def format_by_suffix(name: str) -> str:

@@ -44,6 +44,7 @@ FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
 )
 SHARD_SUFFIXES: tuple[str, ...] = tuple(suffix for suffix, _ in FORMAT_SUFFIXES)
 DEFAULT_FORMAT = "parquet"
+NO_COMPRESSION = "none"  # ShardRef.compression of a sniffed file that is not compressed
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,7 @@ class ShardRef:
     filesystem: pafs.FileSystem | None = field(default=None, compare=False, repr=False)
     format: str = DEFAULT_FORMAT
     # The stream compression found by sniffing the content (a ``.bin`` that is gzip-compressed
-    # JSON Lines); None: judged by the suffix.
+    # JSON Lines; NO_COMPRESSION for a plain file whatever its suffix); None: judged by the suffix.
     compression: str | None = None
     # Exclusion globs that also apply inside this file (tar members), as given by the user.
     exclude: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -84,10 +85,15 @@ class ShardRef:
         (or as sniffed: ``compression``)."""
         try:
             if self.filesystem is None:
-                return pa.input_stream(self.path, compression=self.compression or "detect")
-            return self.filesystem.open_input_stream(self.path, compression=self.compression or "detect")
+                return pa.input_stream(self.path, compression=self._codec())
+            return self.filesystem.open_input_stream(self.path, compression=self._codec())
         except Exception as exc:
             raise ShardReadError(self.display, self._describe(exc)) from None
+
+    def _codec(self) -> str | None:
+        if self.compression == NO_COMPRESSION:
+            return None
+        return self.compression or "detect"
 
     def _describe(self, exc: BaseException) -> str:
         return describe_exception(exc) if self.filesystem is None else describe_remote_error(exc)
