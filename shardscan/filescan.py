@@ -23,6 +23,7 @@ paths. Limits hit (member count, member size, nesting depth) are reported, never
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import tarfile
@@ -254,6 +255,17 @@ def scan_text_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = Non
     return _scan_cells(scanner, shard, cells_in, timer, issues)
 
 
+def scan_utf16_text_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+    """Scan a UTF-16 text file (with a byte order mark) like any text file, transcoded to UTF-8 as it
+    streams (offsets are characters either way)."""
+    timer = timer or _Timer()
+    stream = shard.open_stream()
+    issues: list[ScanIssue] = []
+    decoder = codecs.getincrementaldecoder("utf-16")("replace")
+    transcoded = (decoder.decode(chunk).encode("utf-8") for chunk in _chunks(stream, shard, issues))
+    return _scan_cells(scanner, shard, text_cells(transcoded), timer, issues)
+
+
 def _chunks(stream: pa.NativeFile, shard: ShardRef, issues: list[ScanIssue]) -> Iterator[bytes]:
     try:
         with stream:
@@ -428,6 +440,7 @@ def _scan_member(
 # What each non-columnar format is scanned with (the columnar ones go through shardscan.reader.formats).
 FILE_SCANNERS: dict[str, Callable[[Scanner, ShardRef, _Timer | None], Scanned]] = {
     "text": scan_text_file,
+    "text-utf16": scan_utf16_text_file,
     "csv": scan_csv_file,
     "tsv": scan_csv_file,
     "tar": scan_tar_file,

@@ -531,3 +531,14 @@ def test_a_plain_text_file_named_like_a_compressed_one_is_read_plain(tmp_path):
     (tmp_path / "data" / "notes.gz").write_text(f"not compressed at all: {TOKEN}\n")
     report = shardscan.scan(tmp_path / "data")
     assert locations(report) == {("notes.gz", 0, "__text__")} and report.issues == ()
+
+
+def test_utf16_text_with_a_byte_order_mark_is_scanned(tmp_path):
+    (tmp_path / "data").mkdir()
+    text = "PS C:\\> Get-Content .env\r\nHELLO=1\r\n" + f"GITHUB_TOKEN={TOKEN}\r\n"
+    (tmp_path / "data" / "session.log").write_bytes(text.encode("utf-16"))  # BOM + UTF-16LE
+    (tmp_path / "data" / "be.txt").write_bytes(b"\xfe\xff" + f"key {TOKEN}\n".encode("utf-16-be"))
+    report = shardscan.scan(tmp_path / "data")
+    assert {(f.location.shard, f.location.row, f.start) for f in report.findings} == {
+        ("session.log", 2, 13), ("be.txt", 0, 4)}
+    assert report.issues == ()

@@ -73,6 +73,9 @@ def sniff(head: bytes, name: str, whole: bool = False) -> Sniffed:
     for magic, kind in _BINARY_MAGIC:
         if head.startswith(magic):
             return Sniffed(None, f"binary file ({kind}), not a format shardscan reads")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) and _is_utf16_text(head):
+        # UTF-16 with a byte order mark (what Windows PowerShell's ">" writes): text, transcoded.
+        return Sniffed("text-utf16")
     if not is_text(head, whole):
         return Sniffed(None, "binary file, not a format shardscan reads")
     if lower.endswith((".csv", ".csv.gz", ".csv.zst", ".csv.bz2")):
@@ -111,6 +114,12 @@ def is_text(head: bytes, whole: bool = False) -> bool:
 # Control bytes that text does not hold (tab, newlines, form feed and ESC of terminal colours are text).
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b") + b"\x7f"
 _HIGH_BYTES = bytes(range(128, 256))
+
+
+def _is_utf16_text(head: bytes) -> bool:
+    text = head[: len(head) // 2 * 2].decode("utf-16", "replace")
+    controls = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\n\r\f\v\x1b") or ch == "\ufffd")
+    return controls <= max(2, len(text) // 100)
 
 
 def _first_line_is_json_object(head: bytes) -> bool:
