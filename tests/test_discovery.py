@@ -358,6 +358,9 @@ def test_every_report_format_shows_the_file_counts(tmp_path):
         else:
             assert summary in text, fmt
             assert "cat.png" in text, fmt
+        if fmt == "html":
+            for label, value in (("files scanned", 2), ("files excluded", 1), ("files not scanned", 1)):
+                assert f'data-metric="{label}"><b>{value}</b>' in text
 
 
 # ---- same names under several roots ---------------------------------------------------------------
