@@ -545,3 +545,12 @@ def test_utf16_text_with_a_byte_order_mark_is_scanned(tmp_path):
     assert {(f.location.shard, f.location.row, f.start) for f in report.findings} == {
         ("session.log", 2, 13), ("be.txt", 0, 4)}
     assert report.issues == ()
+
+
+def test_the_folders_shardscanignore_also_excludes_tar_members(tmp_path):
+    members = {**webdataset_members(), "001.jpg": b"\xff\xd8\xff\xe0" + bytes(500)}
+    write_tar(tmp_path / "data" / "shard.tar", members)
+    (tmp_path / "data" / ".shardscanignore").write_text("*.jpg\n")
+    report = shardscan.scan(tmp_path / "data")
+    assert report.issues == () and report.exit_code == 1
+    assert report.files is not None and report.files.excluded_members == 1

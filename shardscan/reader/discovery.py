@@ -22,10 +22,8 @@ from shardscan.reader.exclude import (
     MAX_IGNORE_BYTES,
     ExclusionSource,
     Exclusions,
-    Pattern,
     compile_patterns,
     ignore_file_lines,
-    parse_ignore_file,
 )
 from shardscan.reader.sniff import HEAD_BYTES, Sniffed, compression_of, sniff
 from shardscan.reader.sources import FORMAT_SUFFIXES, NO_COMPRESSION, ShardRef, Unresolved
@@ -82,7 +80,7 @@ class _Expanded:
 
     files: tuple[_Found, ...] = ()
     problem: Unresolved | None = None
-    ignore: tuple[Pattern, ...] = ()
+    ignore: tuple[str, ...] = ()  # lines of the root's .shardscanignore
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +129,9 @@ def discover_files(
         if expanded.problem is not None:
             problems.append(expanded.problem)
             continue
-        rules = Exclusions(option, base_ignore + expanded.ignore)
+        rules = Exclusions(option, base_ignore + compile_patterns(expanded.ignore))
+        # Tar members are matched against the same globs (as lines: they travel to workers).
+        member_globs = tuple(exclude) + tuple(ignore_patterns) + expanded.ignore
         kept = 0
         for item in files:
             source = rules.source_of(item.rel)
@@ -141,7 +141,7 @@ def discover_files(
             kept += 1
             key = (item.ref.path, item.ref.display if item.ref.filesystem is not None else "")
             if key not in chosen:
-                chosen[key] = replace(item, ref=replace(item.ref, exclude=tuple(exclude) + tuple(ignore_patterns)))
+                chosen[key] = replace(item, ref=replace(item.ref, exclude=member_globs))
         if not files:
             problems.append(Unresolved(raw, "no file to scan: empty folder"))
         elif not kept and not _names_one_file(raw, files):
@@ -255,17 +255,17 @@ def _sniff(ref: ShardRef) -> _Sniffing:
     return _Sniffing(sniffed, compression, size)
 
 
-def _local_ignore(folder: Path) -> tuple[Pattern, ...]:
-    return compile_patterns(ignore_file_lines(folder))
+def _local_ignore(folder: Path) -> tuple[str, ...]:
+    return tuple(ignore_file_lines(folder))
 
 
-def _remote_ignore(listed: list[Listed]) -> tuple[Pattern, ...]:
+def _remote_ignore(listed: list[Listed]) -> tuple[str, ...]:
     for item in listed:
         if item.rel == IGNORE_FILE:
             try:
                 with item.ref.open() as handle:
-                    return parse_ignore_file(handle.read(MAX_IGNORE_BYTES))
-            except Exception:
+                    return tuple(handle.read(MAX_IGNORE_BYTES).decode("utf-8", "replace").splitlines())
+            except Exception:  # an unreadable ignore file excludes nothing; it is scanned (and reported) too
                 return ()
     return ()
 

@@ -118,11 +118,6 @@ def ignore_file_lines(folder: Path) -> list[str]:
         return []
 
 
-def parse_ignore_file(data: bytes) -> tuple[Pattern, ...]:
-    """The globs of a ``.shardscanignore`` file's content (read bounded by the caller)."""
-    return compile_patterns(data.decode("utf-8", "replace").splitlines())
-
-
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """Compile a glob: ``**`` spans folders, ``*`` and ``?`` stay within one, ``[...]`` is a class."""
     out, i = [], 0
