@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,17 +17,20 @@ from shardscan.engine import ScanOptions, Scanner
 from shardscan.errors import ConfigError
 from shardscan.model import ScanIssue, ShardResult
 from shardscan.policy import Policy
-from shardscan.reader import ShardRef, discover
+from shardscan.reader import ShardRef, discover_files
 from shardscan.reconcile import apply_allowlist, apply_policy
-from shardscan.report import Report, RuleInfo, build_report
+from shardscan.report import ExclusionCount, FileCounts, NotScannedFile, Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
 ProgressCallback = Callable[[ShardResult], None]
+# Formats whose results the cache cannot replay: a tar archive's findings name its members (the
+# cache names every finding by the file), and which members are read depends on --exclude.
+UNCACHED_FORMATS: frozenset[str] = frozenset({"tar"})
 ENGINES: tuple[str, ...] = ("local", "ray")
 
 
 def scan(
-    paths: Iterable[str],
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
     ruleset: Ruleset | None = None,
     policy: Policy | None = None,
@@ -39,6 +43,8 @@ def scan(
     jobs: int | None = 1,
     engine: str = "local",
     ray_address: str | None = None,
+    exclude: Sequence[str] = (),
+    ignore_patterns: Sequence[str] = (),
 ) -> Report:
     """Scan files, folders, globs and filesystem URLs of shards and return the reconciled report.
 
@@ -56,6 +62,13 @@ def scan(
     changing them needs no re-reading. ``only`` keeps the discovered shards it returns True for
     (e.g. those changed since a commit). ``jobs`` worker processes scan (shard, row group) work
     items locally (``None``: all cores); the report is identical for any number of jobs.
+
+    ``paths`` is one path (a ``str`` or ``Path``) or several. Every file under them is accounted
+    for (``shardscan.reader.discovery``): scanned (shards, text, CSV, tar members), excluded by a
+    default, by an ``exclude`` glob or by a ``.shardscanignore`` (``ignore_patterns`` are lines of
+    one the caller read), or not scanned (a binary file: an issue, exit 3). A path that yields no
+    file, and a run that scans nothing, are incomplete too. Raises MissingDependencyError (a
+    ConfigError) when a URL needs a package that is not installed.
     """
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
@@ -67,10 +80,27 @@ def scan(
     policy = policy or Policy()
     options = options or ScanOptions()
     started = time.perf_counter()
-    shards, unresolved = discover(list(paths))
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    given = [os.fspath(p) for p in paths]
+    found = discover_files(given, exclude, ignore_patterns)
+    shards = list(found.shards)
     if only is not None:
         shards = [s for s in shards if only(s)]
-    extra = tuple(ScanIssue(p.path, "unreadable", p.reason) for p in unresolved)
+    extra = tuple(ScanIssue(p.path, "unreadable", p.reason) for p in found.unresolved)
+    extra += tuple(ScanIssue(n.path, "not-scanned", n.reason) for n in found.not_scanned)
+    # Files named one by one and all excluded (a commit of excluded files only) leave nothing to do.
+    only_excluded_files = bool(found.excluded) and not found.unresolved and not found.not_scanned
+    if not shards and only is None and not only_excluded_files and (policy.skip_unreadable or not extra):
+        # Nothing read is no evidence of anything: never a pass, even when --skip-unreadable lets
+        # the paths that yielded nothing pass (otherwise they already make the scan incomplete).
+        named = ", ".join(given) if given else "(no path given)"
+        extra += (ScanIssue(named, "nothing-scanned", "no file was scanned"),)
+    files = FileCounts(
+        scanned=len(shards),
+        excluded=tuple(ExclusionCount(str(source), n) for source, n in found.excluded_by().items()),
+        not_scanned=tuple(NotScannedFile(n.path, n.reason, n.size) for n in found.not_scanned),
+    )
     if on_start:
         on_start(len(shards))
     scanner = Scanner(ruleset, options)
@@ -88,7 +118,7 @@ def scan(
     else:
         store = cache if isinstance(cache, ResultCache) else ResultCache.open(Path(cache), ruleset, options)
         results = _scan_with_cache(shards, scanner, store, on_shard, run)
-    return _finish(results, ruleset, policy, options, started, extra, allowlist)
+    return _finish(results, ruleset, policy, options, started, extra, allowlist, files)
 
 
 def _scan_with_cache(
@@ -99,7 +129,8 @@ def _scan_with_cache(
     run: Callable[[list[ShardRef], Scanner, ProgressCallback | None], list[ShardResult]] | None = None,
 ) -> list[ShardResult]:
     """Replay unchanged shards from the cache, scan the rest (with ``run``), store their complete results."""
-    replayed, todo = partition(cache, shards)
+    replayed, todo = partition(cache, [s for s in shards if s.format not in UNCACHED_FORMATS])
+    todo += [(s, None) for s in shards if s.format in UNCACHED_FORMATS]
     for result in replayed:
         executor.log_shard(result, cached=True)
         if on_shard:
@@ -159,9 +190,11 @@ def as_tables(data: object, name: str) -> list[tuple[str, pa.Table]]:
         table = to_arrow()
         if isinstance(table, pa.Table):
             return [(name, table)]
+    hint = "; to scan files, folders or URLs use shardscan.scan()" if isinstance(data, (str, os.PathLike)) else ""
     raise TypeError(
         f"scan_table: cannot read a {type(data).__module__}.{type(data).__qualname__}; "
-        "pass a pyarrow.Table, a datasets.Dataset or DatasetDict, or an object with to_arrow()"
+        "pass a pyarrow.Table or RecordBatch, a datasets.Dataset or DatasetDict, an object with to_arrow() "
+        f"(e.g. a polars.DataFrame), or a mapping of names to those{hint}"
     )
 
 
@@ -193,6 +226,7 @@ def _finish(
     started: float,
     extra: tuple[ScanIssue, ...],
     allowlist: Allowlist | None = None,
+    files: FileCounts | None = None,
 ) -> Report:
     scanned_at = options.now.astimezone(UTC) if options.now.tzinfo else options.now.replace(tzinfo=UTC)
     summary = None
@@ -209,6 +243,7 @@ def _finish(
         extra_issues=extra,
         rules=tuple(RuleInfo(r.id, r.kind, r.name, r.description, r.severity) for r in ruleset.rules),
         allowlist=summary,
+        files=files,
     )
 
 

@@ -153,6 +153,12 @@ RayAddressOpt = Annotated[
     typer.Option("--ray-address", help="Ray cluster to use with --engine ray (auto, ray://HOST:10001, HOST:6379); default: a local Ray."),
 ]
 
+ExcludeOpt = Annotated[
+    list[str],
+    typer.Option("--exclude", metavar="GLOB", help="Leave out files matching GLOB (gitignore-style; repeatable). "
+                 "Reported as excluded; .shardscanignore at a scanned folder's root adds globs too."),
+]
+
 
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     typer.echo(f"shardscan: error: {message}", err=True)
@@ -339,6 +345,7 @@ def _run_scan(
     cache: Path | None = None,
     only=None,
     jobs: int = 1,
+    exclude: list[str] | None = None,
     **engine: str | None,
 ) -> Report:
     """Scan with a progress bar on stderr when it is a terminal; engine setup errors exit 2."""
@@ -361,7 +368,7 @@ def _run_scan(
     try:
         with progress or nullcontext():
             return api_scan(paths, ruleset=ruleset, policy=policy, options=options, allowlist=allowlist,
-                            cache=cache, only=only, jobs=jobs, **engine, **hooks)
+                            cache=cache, only=only, jobs=jobs, exclude=exclude or (), **engine, **hooks)
     except ConfigError as err:  # e.g. --engine ray without Ray installed
         raise _fail(str(err)) from None
 
@@ -408,11 +415,13 @@ def scan(
     engine: EngineOpt = "local",
     ray_address: RayAddressOpt = None,
     mkdir: MkdirOpt = False,
+    exclude: ExcludeOpt = [],  # noqa: B006
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan).
 
     Reads Parquet, JSON Lines (.jsonl, .ndjson; .gz, .zst, .bz2), .json (JSON Lines or one
-    document) and Arrow IPC (.arrow, .feather).
+    document), Arrow IPC (.arrow, .feather), CSV/TSV, tar archives and any text file; other files
+    are sniffed by content, and a binary file that is none of these is listed as not scanned.
     """
     outputs = _outputs(fmt, output)
     if show_secrets:
@@ -444,7 +453,7 @@ def scan(
     if ray_address is not None and engine != "ray":
         raise _fail("--ray-address needs --engine ray")
     report = _run_scan(
-        paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only, jobs,
+        paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), only, jobs, exclude,
         engine=engine, ray_address=ray_address,
     )
     _emit(report, outputs, quiet, mkdir)
@@ -473,16 +482,18 @@ def hook(
         typer.Option("--cache-dir", help="Result cache folder (default: $SHARDSCAN_CACHE_DIR, else .shardscan-cache/ at the repository root)."),
     ] = None,
     memory_budget: MemoryOpt = DEFAULT_MEMORY,
+    exclude: ExcludeOpt = [],  # noqa: B006
 ) -> None:
     """Pre-commit hook: scan the given files, print a compact report, fail on findings or unreadable files.
 
     The files are read from the working tree (pre-commit stashes unstaged changes first); a Git LFS
-    pointer is unreadable (its content is not present), never clean. The allowlist and the
-    result cache are the repository's (see --allowlist and --cache-dir).
+    pointer is unreadable (its content is not present), never clean. The allowlist, the globs of
+    .shardscanignore and the result cache are the repository's (see --allowlist and --cache-dir).
     """
     from shardscan.allowlist import DEFAULT_ALLOWLIST
     from shardscan.api import scan as api_scan
     from shardscan.gitutil import repo_root
+    from shardscan.reader.exclude import ignore_file_lines
 
     if not files:
         raise typer.Exit(0)
@@ -491,9 +502,13 @@ def hook(
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset, default=root / DEFAULT_ALLOWLIST)
     options = ScanOptions(now=_parse_now(now), memory_budget=_memory_budget(memory_budget))
     cache = _cache_location(no_cache, cache_dir, root / CACHE_DIR_NAME)
-    report = api_scan(
-        files, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted, cache=cache
-    )
+    try:
+        report = api_scan(
+            files, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted, cache=cache,
+            exclude=exclude, ignore_patterns=ignore_file_lines(root),
+        )
+    except ConfigError as err:
+        raise _fail(str(err)) from None
     _print(render(report, "compact"))
     raise typer.Exit(report.decision.exit_code)
 
@@ -528,6 +543,7 @@ def gate(
     cache_dir: CacheDirOpt = None,
     jobs: JobsOpt = None,
     memory_budget: MemoryOpt = DEFAULT_MEMORY,
+    exclude: ExcludeOpt = [],  # noqa: B006
 ) -> None:
     """Publish gate: scan, write JSON, SARIF and HTML reports into --report-dir, exit with the gate's code."""
     jobs = _jobs(jobs)
@@ -535,7 +551,8 @@ def gate(
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     options = ScanOptions(now=_parse_now(now), memory_budget=_memory_budget(memory_budget))
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
-    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), None, jobs)
+    report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), None, jobs,
+                       exclude)
     written: list[Path] = []
     try:
         for fmt in GATE_FORMATS:
@@ -633,6 +650,7 @@ def redact(
                      "redactions.json here with --in-place). Never inside --out or a folder holding the inputs."),
     ] = None,
     mkdir: Annotated[bool, typer.Option("--mkdir", help="Create missing parent folders of --out and --manifest.")] = False,
+    exclude: ExcludeOpt = [],  # noqa: B006
 ) -> None:
     """Write copies of shards with secret spans replaced, verified by a re-scan; exit 1 if any shard failed.
 
@@ -646,7 +664,7 @@ def redact(
     from shardscan.api import scan as scan_paths
     from shardscan.engine import Scanner
     from shardscan.model import Verdict
-    from shardscan.reader import discover
+    from shardscan.reader import discover_files
     from shardscan.remediate import redact as redact_shards
     from shardscan.remediate import append_manifest, redactions_from_report, select_findings
 
@@ -661,7 +679,12 @@ def redact(
             raise _fail(f"--verdicts: unknown verdict in {verdicts!r} (known: {', '.join(v.value for v in Verdict)})") from None
     ruleset = _load_rules(rules, disable)
     options = ScanOptions(now=_parse_now(now))
-    shards, missing = discover(paths)
+    try:
+        found = discover_files(paths, exclude)
+    except ConfigError as err:  # a URL whose filesystem package is not installed
+        raise _fail(str(err)) from None
+    # The same discovery the scan below runs, so each finding's shard name is one of these files.
+    shards, missing = list(found.shards), found.unresolved
     if missing:
         raise _fail("; ".join(f"{m.path}: {m.reason}" for m in missing), code=3)
     if from_report is not None:
@@ -672,7 +695,11 @@ def redact(
         chosen = redactions_from_report(data, chosen_verdicts, include_allowlisted)
     else:
         accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
-        report = scan_paths(paths, ruleset=ruleset, policy=Policy(strict=strict), options=options, allowlist=accepted)
+        try:
+            report = scan_paths(paths, ruleset=ruleset, policy=Policy(strict=strict), options=options,
+                                allowlist=accepted, exclude=exclude)
+        except ConfigError as err:
+            raise _fail(str(err)) from None
         if report.unreadable:
             _emit(report, [("terminal", None)], quiet=False)
             raise _fail("some shards could not be read; nothing was redacted", code=3)

@@ -70,3 +70,7 @@ class OutputError(ShardscanError):
         self.target = target
         self.reason = reason
         super().__init__(f"{target}: cannot write: {reason}")
+
+
+class MissingDependencyError(ConfigError):
+    """An optional package a path or option needs is not installed; the message gives the install command."""

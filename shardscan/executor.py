@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from shardscan.engine import Scanner, _Timer
 from shardscan.errors import ShardReadError, describe_exception
+from shardscan.filescan import FILE_SCANNERS
 from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
 from shardscan.reader import ShardRef
 from shardscan.reader.lfs import lfs_pointer_reason
@@ -94,7 +95,8 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
         return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", reason),
                          seconds=time.perf_counter() - started)
     if shard.format != "parquet":
-        # Compressed JSON Lines and Arrow IPC streams cannot be split: the whole shard is one item.
+        # Compressed JSON Lines, Arrow IPC streams, text files and tar archives cannot be split:
+        # the whole file is one item.
         return ShardPlan(shard, (WorkItem(shard, STREAM),), seconds=time.perf_counter() - started)
     try:
         parquet = open_parquet(shard)
@@ -139,7 +141,11 @@ def scan_item(scanner: Scanner, item: WorkItem, footers: FooterCache | None = No
     row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
     try:
         if item.row_group == STREAM:
-            findings, issues, stats = scanner.scan_stream(shard, timer)
+            scan_file = FILE_SCANNERS.get(shard.format)
+            if scan_file is not None:  # text, CSV/TSV, tar: see shardscan.filescan
+                findings, issues, stats = scan_file(scanner, shard, timer)
+            else:
+                findings, issues, stats = scanner.scan_stream(shard, timer)
             stats = replace(stats, seconds=time.perf_counter() - started)
             return ItemResult(item, tuple(findings), tuple(issues), stats, tuple(sorted(timer.totals.items())))
         parquet = (footers or FooterCache()).get(shard)

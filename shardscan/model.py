@@ -161,6 +161,8 @@ class ScanStats:
     # Findings whose verdict a verifier decided by reading the scan clock (e.g. a token's expiry):
     # a result with any is only valid for that same clock, which the cache must know.
     clock_findings: int = 0
+    # Archive members left out by an exclusion glob (files left out are counted by discovery).
+    excluded_members: int = 0
 
     def __add__(self, other: ScanStats) -> ScanStats:
         return ScanStats(
@@ -173,6 +175,7 @@ class ScanStats:
             seconds=self.seconds + other.seconds,
             cached_shards=self.cached_shards + other.cached_shards,
             clock_findings=self.clock_findings + other.clock_findings,
+            excluded_members=self.excluded_members + other.excluded_members,
         )
 
 

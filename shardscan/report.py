@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from shardscan import __version__
@@ -46,6 +46,49 @@ class RuleInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ExclusionCount:
+    """How many files one exclusion source left out (``--exclude``, ``.shardscanignore``, a default)."""
+
+    source: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class NotScannedFile:
+    """A file found under the scanned paths that was not read (e.g. an image), and why."""
+
+    path: str
+    reason: str
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileCounts:
+    """What became of every file under the scanned paths: scanned, excluded on purpose, or not scanned."""
+
+    scanned: int = 0
+    excluded: tuple[ExclusionCount, ...] = ()
+    not_scanned: tuple[NotScannedFile, ...] = ()
+    excluded_members: int = 0
+
+    @property
+    def excluded_total(self) -> int:
+        """Files excluded, all sources together (archive members not included)."""
+        return sum(e.count for e in self.excluded)
+
+    def summary(self) -> str:
+        """One line for every report format: ``12 files scanned, 2 files excluded by .shardscanignore,
+        1 file excluded by --exclude, 1 not scanned`` (``0 excluded`` when nothing was)."""
+        text = f"{self.scanned} file{'' if self.scanned == 1 else 's'} scanned, "
+        text += ", ".join(f"{e.count} file{'' if e.count == 1 else 's'} excluded by {e.source}"
+                          for e in self.excluded) or "0 excluded"
+        text += f", {len(self.not_scanned)} not scanned"
+        if self.excluded_members:
+            text += f"; {self.excluded_members} archive member{'' if self.excluded_members == 1 else 's'} excluded"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """What a scan found, ready for any reporter. Holds no plaintext secret."""
 
@@ -61,6 +104,8 @@ class Report:
     tool_version: str = __version__
     timings: tuple[tuple[str, float], ...] = field(default=())
     rules: tuple[RuleInfo, ...] = ()
+    # None for in-memory scans (``scan_table``), which have no files.
+    files: FileCounts | None = None
 
     @property
     def blocking(self) -> tuple[Finding, ...]:
@@ -114,6 +159,7 @@ def build_report(
     extra_issues: tuple[ScanIssue, ...] = (),
     allowlist: AllowlistSummary | None = None,
     rules: tuple[RuleInfo, ...] = (),
+    files: FileCounts | None = None,
 ) -> Report:
     """Assemble a report from per-shard results whose findings are already reconciled."""
     results = sorted(results, key=lambda r: r.shard)
@@ -133,6 +179,7 @@ def build_report(
         seconds=seconds,
         cached_shards=stats.cached_shards,
         clock_findings=stats.clock_findings,
+        excluded_members=stats.excluded_members,
     )
     findings = tuple(sorted((f for r in results for f in r.findings), key=Finding.sort_key))
     issues = tuple(extra_issues) + tuple(i for r in results for i in r.issues)
@@ -158,4 +205,5 @@ def build_report(
         allowlist=allowlist,
         timings=tuple(sorted(timings.items())),
         rules=tuple(rules),
+        files=None if files is None else replace(files, excluded_members=stats.excluded_members),
     )

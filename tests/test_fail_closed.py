@@ -67,7 +67,7 @@ def _build(folder: Path) -> None:
     # One row of 16 MiB cannot be scanned within the run's 64 MiB budget (a row takes ~6x its size).
     pq.write_table(pa.table({"cell": [(filler * 2)[: 16 * 1024 * 1024] + f" {SECRETS['over-budget']}"]}),
                    folder / "over-budget.parquet")
-    (folder / "notes.txt").write_text(f"not a shard, not scanned: {SECRETS['github']}")
+    (folder / "notes.txt").write_text(f"not a shard, still scanned as text: {SECRETS['github']}")
 
 
 def test_everything_at_once(tmp_path: Path):
@@ -96,6 +96,7 @@ def test_everything_at_once(tmp_path: Path):
         ("corrupt-row-group.parquet", 20, "text", "openai"),
         ("pathological.parquet", 1, "cell", "anthropic"),
         ("pathological.parquet", 2, "cell", "aws"),
+        ("notes.txt", 0, "__text__", "github"),
     }
     errors = {(e["shard"], e["row_group"]): e["message"] for e in report["errors"]}
     assert set(errors) == {

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from shardscan.engine import ScanOptions, Scanner
+import shardscan
 from shardscan.reader import ShardRef, discover
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
@@ -106,13 +107,18 @@ def test_skip_unreadable_lists_but_does_not_gate(tmp_path: Path):
     assert [e["shard"] for e in report["errors"]] == ["b.parquet"]
 
 
-def test_non_shard_files_in_a_folder_are_ignored(tmp_path: Path):
+def test_non_shard_files_in_a_folder_are_scanned_as_text(tmp_path: Path):
     data = tmp_path / "data"
     _good_shard(data / "a.parquet")
     (data / "README.md").write_text(f"the token {TOKEN} is in a readme, not a shard")
     (data / ".gitattributes").write_text("*.parquet filter=lfs")
     shards, missing = discover([str(data)])
-    assert [s.display for s in shards] == ["a.parquet"] and missing == []
+    assert [(s.display, s.format) for s in shards] == [
+        (".gitattributes", "text"), ("README.md", "text"), ("a.parquet", "parquet"),
+    ] and missing == []
+    report = shardscan.scan([str(data)])
+    assert {(f.location.shard, f.location.row, f.location.column, f.start) for f in report.findings
+            if f.location.shard == "README.md"} == {("README.md", 0, "__text__", 10)}
 
 
 def test_file_vanishing_after_discovery_is_an_error(tmp_path: Path):

@@ -95,3 +95,25 @@ def test_ray_address_without_ray_engine_is_a_usage_error(dataset):
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 2 and "--ray-address needs --engine ray" in proc.stderr
+
+
+def test_ray_engine_scans_text_csv_and_tar_members_like_local(local_ray, tmp_path, options):
+    import io
+    import tarfile
+
+    from shardscan.synth import expand
+
+    token = expand("{{github:ghp_}}", seed="ray-files")
+    (tmp_path / "README.md").write_text(f"# card\n\nexport GITHUB_TOKEN={token}\n")
+    (tmp_path / "split.csv").write_text(f"id,text\n1,hello\n2,{token}\n")
+    with tarfile.open(tmp_path / "shard-000.tar", "w") as archive:
+        data = json.dumps({"text": f"t {token}"}).encode()
+        info = tarfile.TarInfo("000.json")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    local = shardscan.scan(tmp_path, options=options)
+    distributed = shardscan.scan(tmp_path, options=options, engine="ray")
+    expected = [("README.md", 2, "__text__"), ("shard-000.tar!/000.json", 0, "text"), ("split.csv", 1, "text")]
+    assert [(f.location.shard, f.location.row, f.location.column) for f in local.findings] == expected
+    assert located_keys(distributed) == located_keys(local)
+    assert distributed.issues == local.issues == ()

@@ -317,7 +317,9 @@ def test_discover_folders_recursively_files_and_globs(tmp_path):
         else:
             (tmp_path / name).write_text("not a shard")
     shards, missing = discover([str(tmp_path / "data")])
-    assert [s.display for s in shards] == ["sub/train-00001-of-00002.parquet", "train-00000-of-00002.parquet"]
+    assert [(s.display, s.format) for s in shards] == [
+        ("readme.md", "text"), ("sub/train-00001-of-00002.parquet", "parquet"), ("train-00000-of-00002.parquet", "parquet"),
+    ]
     assert missing == []
     shards, missing = discover([str(tmp_path / "data" / "**" / "*.parquet"), str(tmp_path / "nope"),
                                 str(tmp_path / "none-*.parquet")])

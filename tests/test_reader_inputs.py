@@ -91,14 +91,16 @@ def test_format_gives_the_findings_of_the_same_rows_in_parquet(tmp_path, options
     assert report.stats.rows == 12
 
 
-def test_folder_discovery_picks_every_format_by_suffix(tmp_path):
+def test_folder_discovery_picks_every_format_by_suffix_and_sniffs_the_rest(tmp_path):
     for name, write in WRITERS.items():
         write(tmp_path / name)
     (tmp_path / "README.md").write_text("not a shard")
     (tmp_path / "notes.txt").write_text("{}")
     shards, unresolved = discover([str(tmp_path)])
     assert [(s.display, s.format) for s in shards] == [
+        ("README.md", "text"),
         ("cache-stream.arrow", "arrow"),
+        ("notes.txt", "jsonl"),  # sniffed: its first line is a JSON object
         ("records.json", "json"),
         ("train.arrow", "arrow"),
         ("train.feather", "arrow"),

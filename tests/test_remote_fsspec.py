@@ -66,10 +66,12 @@ def test_hf_dataset_repo_scans_like_the_local_copy_with_full_urls(hub, options):
     ]
     strip = len("hf://datasets/org/traces/")
     assert [(k[0][strip:], *k[1:]) for k in located_keys(remote)] == located_keys(local)
-    # Every read went through the fsspec filesystem, shard by shard (README and .gitattributes untouched).
+    # Every read went through the fsspec filesystem, file by file: the dataset card and .gitattributes
+    # are published with the shards, so they are read (sniffed, then scanned as text) too.
     assert {Path(p).name for p, _ in HubStandIn.reads} == {
-        "train-00000-of-00002.parquet", "train-00001-of-00002.parquet", "extra.jsonl.zst"
+        "train-00000-of-00002.parquet", "train-00001-of-00002.parquet", "extra.jsonl.zst", "README.md", ".gitattributes"
     }
+    assert remote.files is not None and remote.files.scanned == 5
 
 
 def test_hf_glob_selects_files_within_the_repo(hub, options):
@@ -101,3 +103,15 @@ def test_file_urls_use_pyarrow_local_filesystem(tmp_path, options):
     report = shardscan.scan([f"file://{tmp_path}/*.parquet"], options=options)
     assert {f.location.shard for f in report.findings} == {f"file://{tmp_path}/x.parquet"}
     assert finding_keys(report) == finding_keys(shardscan.scan_table(planted_table("a"), options=options))
+
+
+def test_hf_repo_shardscanignore_and_exclude_apply_to_the_prefix(hub, options):
+    (hub / ".shardscanignore").write_text("*.md\n")
+    report = shardscan.scan(["hf://datasets/org/traces"], options=options, exclude=["raw/"])
+    assert report.files is not None
+    assert {e.source: e.count for e in report.files.excluded} == {"--exclude": 1, ".shardscanignore": 1}
+    assert sorted(s.shard for s in report.shards) == [
+        "hf://datasets/org/traces/.gitattributes", "hf://datasets/org/traces/.shardscanignore",
+        "hf://datasets/org/traces/data/train-00000-of-00002.parquet",
+        "hf://datasets/org/traces/data/train-00001-of-00002.parquet",
+    ]

@@ -126,7 +126,8 @@ def test_s3_prefix_scan_is_identical_to_the_local_scan_with_full_urls(s3, datase
         "s3://traces/ds/train-00000-of-00002.parquet",
     }
     assert _keys(remote, "s3://traces/ds/") == _keys(local)
-    assert remote["scanned"]["rows"] == local["scanned"]["rows"] == 48
+    # 48 data rows, and the one line of the dataset card (scanned as text).
+    assert remote["scanned"]["rows"] == local["scanned"]["rows"] == 49
     assert remote["scanned"]["row_groups"] == local["scanned"]["row_groups"]
 
 
@@ -148,7 +149,7 @@ def test_missing_bucket_and_prefix_exit_3_naming_the_url(s3, dataset):
     errors = {e["shard"]: e["message"] for e in report["errors"]}
     assert set(errors) == {"s3://no-such-bucket/ds", "s3://traces/nothing-here/", "s3://traces/ds/*.csv"}
     assert all(e["kind"] == "unreadable" for e in report["errors"])
-    assert "no shard matched" in errors["s3://traces/ds/*.csv"]
+    assert "no file matched" in errors["s3://traces/ds/*.csv"]
 
 
 def test_unreadable_object_is_a_shard_error_and_other_shards_still_count(s3, dataset, tmp_path):
@@ -165,7 +166,7 @@ def test_unreadable_object_is_a_shard_error_and_other_shards_still_count(s3, dat
 
 def test_permission_denied_exits_3_naming_each_url(s3, dataset):
     shards, _ = discover(["s3://traces/ds"])  # listed while the default credentials are allowed
-    assert len(shards) == 4
+    assert len(shards) == 5  # four shards and the dataset card
     iam = s3.client("iam")
     iam.create_user(UserName="lister")
     policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": "*"}]}

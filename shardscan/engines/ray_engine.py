@@ -2,7 +2,7 @@
 
 The driver discovers shards (listing object stores is cheap); one task per shard plans its work
 items (``executor.plan_shard``: Parquet row groups plus the footer's metadata; a JSONL or Arrow
-stream is one item); one task per item scans it with ``executor.scan_item`` and the same Scanner
+stream, a text or CSV file, a tar archive with all its members is one item); one task per item scans it with ``executor.scan_item`` and the same Scanner
 the local engine uses; the driver assembles each shard's results in item order
 (``executor.assemble``). Findings, issues and counts are therefore identical to a local scan. A
 task that fails (worker died, object lost, out of memory) becomes an "unreadable" issue for its

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from shardscan.errors import describe_remote_error
-from shardscan.reader.sources import ShardRef, Unresolved, format_of, is_shard_name
+from shardscan.errors import MissingDependencyError, describe_remote_error
+from shardscan.reader.exclude import glob_regex
+from shardscan.reader.sources import ShardRef, Unresolved, format_of
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$", re.DOTALL)
 _MAGIC = re.compile(r"[*?\[]")
@@ -51,68 +53,55 @@ def resolve(url: str) -> tuple[pafs.FileSystem, str, Callable[[str], str]]:
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ImportError as exc:
-        raise ImportError(f"{scheme}:// URLs need an fsspec implementation{_package_hint(scheme)} ({exc})") from None
+        package = FSSPEC_PACKAGES.get(scheme)
+        how = f"pip install {package}" if package else f"install the package that registers {scheme}:// ({exc})"
+        raise ImportError(f"{scheme}:// URLs need an fsspec implementation: {how}") from None
     return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path, fs.unstrip_protocol
 
 
-def discover_url(url: str) -> tuple[list[ShardRef], Unresolved | None]:
-    """Shards behind one URL: an object, every shard under a prefix, or the objects a glob matches."""
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A file found behind a URL, and its path relative to the listed prefix (for exclusions)."""
+
+    ref: ShardRef
+    rel: str
+
+
+def discover_url(url: str) -> tuple[list[Listed], Unresolved | None]:
+    """Every file behind one URL: an object, every file under a prefix, or the objects a glob matches.
+
+    Raises MissingDependencyError when the URL's scheme needs a package that is not installed.
+    """
     match = _URL.match(url)
     assert match is not None
     base, pattern = _split_glob(match["rest"])
     base_url = f"{match['scheme']}://{base}"
     try:
         filesystem, root, to_url = resolve(base_url)
+    except ImportError as exc:
+        raise MissingDependencyError(f"{url}: {exc}") from None
     except Exception as exc:
         return [], Unresolved(url, describe_remote_error(exc))
     try:
         if pattern is None:
             info = filesystem.get_file_info(root)
             if info.type == pafs.FileType.File:
-                return [ShardRef(url, root, filesystem, format_of(root))], None
+                return [Listed(ShardRef(url, root, filesystem, format_of(root)), info.base_name)], None
             if info.type == pafs.FileType.NotFound:
                 return [], Unresolved(url, "no such object, prefix or folder")
             infos = _list(filesystem, root)
-            refs = [_ref(i.path, filesystem, to_url) for i in infos if is_shard_name(i.base_name)]
         else:
             # ``pattern`` is the URL's full path; match it against the listed paths below ``root``.
             regex = glob_regex(_join(root, pattern[len(base):].lstrip("/")) if base else pattern)
             info = filesystem.get_file_info(root)
             infos = _list(filesystem, root) if info.type == pafs.FileType.Directory else []
-            refs = [_ref(i.path, filesystem, to_url) for i in infos if regex.fullmatch(i.path.rstrip("/"))]
+            infos = [i for i in infos if regex.fullmatch(i.path.rstrip("/"))]
+        found = [Listed(_ref(i.path, filesystem, to_url), _relative(i.path, root)) for i in infos]
     except Exception as exc:  # listing: missing bucket, access denied, network errors
         return [], Unresolved(url, describe_remote_error(exc))
-    if not refs:
-        return [], Unresolved(url, "no shard matched" if pattern is not None else "no shard under this prefix")
-    return sorted(refs, key=lambda r: r.display), None
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a glob: ``**`` spans folders, ``*`` and ``?`` stay within one, ``[...]`` is a class."""
-    out, i = [], 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif char == "*":
-            out.append("[^/]*")
-            i += 1
-        elif char == "?":
-            out.append("[^/]")
-            i += 1
-        elif char == "[" and (end := pattern.find("]", i + 2)) != -1:
-            body = pattern[i + 1 : end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
-            i = end + 1
-        else:
-            out.append(re.escape(char))
-            i += 1
-    return re.compile("".join(out), re.DOTALL)
+    if not found:
+        return [], Unresolved(url, "no file matched" if pattern is not None else "no file under this prefix")
+    return sorted(found, key=lambda f: f.ref.display), None
 
 
 def _split_glob(rest: str) -> tuple[str, str | None]:
@@ -140,4 +129,9 @@ def _ref(path: str, filesystem: pafs.FileSystem, to_url: Callable[[str], str]) -
 
 def _package_hint(scheme: str) -> str:
     package = FSSPEC_PACKAGES.get(scheme)
-    return f" and {package}" if package else ""
+    return f" {package}" if package else ""
+
+
+def _relative(path: str, root: str) -> str:
+    root = root.rstrip("/")
+    return path[len(root) + 1:] if root and path.startswith(root + "/") else path.rsplit("/", 1)[-1]

@@ -1,11 +1,9 @@
-"""Find shards from the paths a user gives: files, folders (recursive), globs and filesystem URLs."""
+"""Shard references (where a file lives, how to read it, how reports name it) and formats by suffix."""
 
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO
 
 import pyarrow as pa
@@ -32,9 +30,21 @@ FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
     (".json", "json"),
     (".arrow", "arrow"),
     (".feather", "arrow"),
+    # Dataset files that are not columnar shards (``shardscan.filescan``): WebDataset tar shards
+    # and CSV/TSV splits. Any other file is sniffed by content (``shardscan.reader.sniff``).
+    (".tar.gz", "tar"),
+    (".tar.zst", "tar"),
+    (".tar.bz2", "tar"),
+    (".tgz", "tar"),
+    (".tar", "tar"),
+    (".csv.gz", "csv"),
+    (".csv", "csv"),
+    (".tsv.gz", "tsv"),
+    (".tsv", "tsv"),
 )
 SHARD_SUFFIXES: tuple[str, ...] = tuple(suffix for suffix, _ in FORMAT_SUFFIXES)
 DEFAULT_FORMAT = "parquet"
+NO_COMPRESSION = "none"  # ShardRef.compression of a sniffed file that is not compressed
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +60,11 @@ class ShardRef:
     path: str
     filesystem: pafs.FileSystem | None = field(default=None, compare=False, repr=False)
     format: str = DEFAULT_FORMAT
+    # The stream compression found by sniffing the content (a ``.bin`` that is gzip-compressed
+    # JSON Lines; NO_COMPRESSION for a plain file whatever its suffix); None: judged by the suffix.
+    compression: str | None = None
+    # Exclusion globs that also apply inside this file (tar members), as given by the user.
+    exclude: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def open(self) -> IO[bytes] | pa.NativeFile:
         """Open the shard for random access; raise ShardReadError naming it on failure."""
@@ -66,13 +81,19 @@ class ShardRef:
             raise ShardReadError(self.display, self._describe(exc)) from None
 
     def open_stream(self) -> pa.NativeFile:
-        """Open the shard as a sequential stream, decompressing ``.gz``/``.zst``/``.bz2`` by suffix."""
+        """Open the shard as a sequential stream, decompressing ``.gz``/``.zst``/``.bz2`` by suffix
+        (or as sniffed: ``compression``)."""
         try:
             if self.filesystem is None:
-                return pa.input_stream(self.path, compression="detect")
-            return self.filesystem.open_input_stream(self.path, compression="detect")
+                return pa.input_stream(self.path, compression=self._codec())
+            return self.filesystem.open_input_stream(self.path, compression=self._codec())
         except Exception as exc:
             raise ShardReadError(self.display, self._describe(exc)) from None
+
+    def _codec(self) -> str | None:
+        if self.compression == NO_COMPRESSION:
+            return None
+        return self.compression or "detect"
 
     def _describe(self, exc: BaseException) -> str:
         return describe_exception(exc) if self.filesystem is None else describe_remote_error(exc)
@@ -108,54 +129,3 @@ def format_of(name: str) -> str:
             return fmt
     return DEFAULT_FORMAT
 
-
-def discover(paths: list[str]) -> tuple[list[ShardRef], list[Unresolved]]:
-    """Expand user paths and URLs into shards, in a stable order, and report what matched nothing.
-
-    A folder (or URL prefix) yields every shard below it: locally named relative to the folder,
-    remotely by full URL. A file, URL or glob match is named as given. Explicitly named files are
-    scanned whatever their suffix (as Parquet unless the suffix names another format).
-    """
-    shards: dict[str, ShardRef] = {}
-    problems: list[Unresolved] = []
-    for raw in paths:
-        if _is_url(raw):
-            from shardscan.reader.remote import discover_url
-
-            found, problem = discover_url(raw)
-            if problem is not None:
-                problems.append(problem)
-            for ref in found:
-                shards.setdefault(ref.display, ref)
-            continue
-        path = Path(raw)
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and is_shard_name(p.name))
-            for file in files:
-                ref = ShardRef(display=file.relative_to(path).as_posix(), path=str(file), format=format_of(file.name))
-                shards.setdefault(ref.path, ref)
-        elif path.exists():
-            shards.setdefault(str(path), ShardRef(display=_display(raw), path=str(path), format=format_of(path.name)))
-        elif glob.has_magic(raw):
-            matches = sorted(glob.glob(raw, recursive=True))
-            files = [m for m in matches if os.path.isfile(m)]
-            if not files:
-                problems.append(Unresolved(raw, "no such file, folder or glob match"))
-            for match in files:
-                shards.setdefault(match, ShardRef(display=_display(match), path=match, format=format_of(match)))
-        else:
-            problems.append(Unresolved(raw, "no such file, folder or glob match"))
-    return sorted(shards.values(), key=lambda ref: (ref.display, ref.path)), problems
-
-
-def _is_url(raw: str) -> bool:
-    # The remote readers are imported for URLs only: a local scan never loads them.
-    if "://" not in raw:
-        return False
-    from shardscan.reader.remote import is_url
-
-    return is_url(raw)
-
-
-def _display(raw: str) -> str:
-    return Path(raw).as_posix().removeprefix("./")

@@ -190,13 +190,40 @@ def decision_line(report: Report) -> str:
     return f"gate: {'PASS' if decision.passed else 'FAIL'} (exit {decision.exit_code}): {decision.reason}"
 
 
+# Issue kinds for files that were found but not read at all (discovery), as opposed to data that
+# was read only in part (unreadable, limit).
+NOT_READ_KINDS = ("not-scanned", "nothing-scanned")
+
+
+def files_dict(report: Report) -> dict | None:
+    """What became of every file under the scanned paths, as plain data (None for in-memory scans)."""
+    files = report.files
+    if files is None:
+        return None
+    return {
+        "scanned": files.scanned,
+        "excluded": files.excluded_total,
+        "excluded_by": {e.source: e.count for e in files.excluded},
+        "not_scanned": [{"path": n.path, "reason": n.reason, "size": n.size} for n in files.not_scanned],
+        "excluded_archive_members": files.excluded_members,
+    }
+
+
 def gate_why(report: Report) -> list[str]:
     """Why the gate decided as it did, beyond the one-line reason: the policy that was applied."""
     policy = report.policy
     blocking = "every verdict (--strict)" if policy.strict else ", ".join(str(v) for v in policy.blocking_verdicts)
     lines = [f"blocking verdicts: {blocking}; allowlisted findings never block"]
+    if report.files is not None:
+        lines.insert(0, f"files: {report.files.summary()}")
     unreadable = report.unreadable
-    limits = [i for i in report.issues if i.kind != "unreadable"]
+    limits = [i for i in report.issues if i.kind != "unreadable" and i.kind not in NOT_READ_KINDS]
+    not_scanned = [i for i in report.issues if i.kind == "not-scanned"]
+    if not_scanned:
+        lines.append(f"{len(not_scanned)} file(s) not scanned (not a format shardscan reads): exit 3; "
+                     "exclude them (--exclude, .shardscanignore) if they are meant to be published unread")
+    if any(i.kind == "nothing-scanned" for i in report.issues):
+        lines.append("nothing was scanned: exit 3, an empty scan certifies nothing")
     if unreadable:
         how = "reported but not failing (--skip-unreadable)" if policy.skip_unreadable else "exit 3: an unread shard cannot be certified clean"
         lines.append(f"{len(unreadable)} unreadable problem(s): {how}")

@@ -38,11 +38,15 @@ def render(report: Report, _options: object = None) -> str:
             ["Shards", f"{s.shards:,}" + (f" ({unreadable} problem(s) reading them)" if unreadable else "")],
             ["Rows", f"{s.rows:,}"],
             ["Decoded string cells", f"{s.cells:,}"],
+            *([["Files", report.files.summary()]] if report.files is not None else []),
             ["Credential families", families],
         ],
     )
     # The result line is built from already-escaped parts; it bypasses ``table`` to keep the bold.
     out += [f"| Result | {result} |", ""]
+    if report.files is not None and report.files.not_scanned:
+        out += ["Files not scanned (not a format shardscan reads):", ""]
+        out += [f"- {md(n.path)}: {md(n.reason)}" for n in report.files.not_scanned] + [""]
 
     accepted = [f for f in report.findings if f.status == Status.ALLOWLISTED]
     dismissed = [f for f in report.findings if f.status != Status.ALLOWLISTED and not f.blocking]

@@ -22,6 +22,10 @@ def render(report: Report, _options: object = None) -> str:
         f"shardscan: {s.shards} shard(s){cached}, {s.rows:,} rows, {s.cells:,} string cells; "
         f"findings: {len(report.findings)}, blocking: {len(report.blocking)}, errors: {len(report.issues)}"
     ]
+    files = report.files
+    # Kept short for commit hooks: the file line only when some file was left out or not read.
+    if files is not None and (files.excluded_total or files.not_scanned or files.excluded_members):
+        lines.append(_safe(f"  files: {files.summary()}"))
     for f in report.findings:
         loc = f.location
         role = f" ({loc.role})" if loc.role else ""

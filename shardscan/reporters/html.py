@@ -461,6 +461,10 @@ def render(report: Report, _options: object = None) -> str:
         ("blocking", n["blocking"], n["blocking"] > 0), ("allowlisted", n["allowlisted"], False),
         ("errors", n["errors"], n["errors"] > 0),
     ]
+    if report.files is not None:
+        files = report.files
+        cards += [("files scanned", files.scanned, False), ("files excluded", files.excluded_total, False),
+                  ("files not scanned", len(files.not_scanned), bool(files.not_scanned))]
     cards_html = "".join(
         f'<div class="card{" alert" if alert else ""}" data-metric="{e(label)}"><b>{e(v)}</b><span>{e(label)}</span></div>'
         for label, v, alert in cards

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from shardscan.model import Finding, ScanIssue
 from shardscan.report import REPORT_VERSION, Report
-from shardscan.reporters._common import pretty_json, shard_rows, summary_numbers
+from shardscan.reporters._common import files_dict, pretty_json, shard_rows, summary_numbers
 
 
 def finding_dict(finding: Finding) -> dict:
@@ -55,7 +55,7 @@ def report_dict(report: Report) -> dict:
     decision = report.decision
     allowlist = report.allowlist
     per_shard = {row.shard: row for row in shard_rows(report)}
-    return {
+    return _with_files({
         "version": REPORT_VERSION,
         "tool": {"name": "shardscan", "version": report.tool_version, "ruleset": report.ruleset_digest},
         "scanned_at": report.scanned_at.isoformat(timespec="seconds"),
@@ -104,9 +104,22 @@ def report_dict(report: Report) -> dict:
             }
             for s in report.shards
         ],
-    }
+    }, report)
 
 
 def render(report: Report, _options: object = None) -> str:
     """Pretty-printed JSON, keys in contract order."""
     return pretty_json(report_dict(report)) + "\n"
+
+
+def _with_files(data: dict, report: Report) -> dict:
+    """Add ``files`` (scanned / excluded / not scanned) after ``scanned``, for scans of files."""
+    files = files_dict(report)
+    if files is None:
+        return data
+    out: dict = {}
+    for key, value in data.items():
+        out[key] = value
+        if key == "scanned":
+            out["files"] = files
+    return out

@@ -45,6 +45,12 @@ def render(report: Report, _options: object = None) -> str:
         ("errors", n["errors"]), ("shards", n["shards"]),
     ):
         ET.SubElement(props, "property", name=name, value=_x(value))
+    if report.files is not None:  # each not-scanned file is also a testcase with an error (an issue)
+        for name, value in (
+            ("files.scanned", report.files.scanned), ("files.excluded", report.files.excluded_total),
+            ("files.not_scanned", len(report.files.not_scanned)), ("files.summary", report.files.summary()),
+        ):
+            ET.SubElement(props, "property", name=name, value=_x(value))
     for r in rows:
         case = ET.SubElement(suite, "testcase", classname="shardscan.shards", name=_x(r.shard), time="0")
         findings = by_shard.get(r.shard, [])

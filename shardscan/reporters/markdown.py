@@ -52,6 +52,8 @@ def render(report: Report, _options: object = None) -> str:
             ["shards", s.shards], ["row groups", s.row_groups], ["rows", f"{s.rows:,}"],
             ["string cells", f"{s.cells:,}"], ["bytes", format_size(s.bytes)], ["findings", n["findings"]],
             ["blocking", n["blocking"]], ["allowlisted", n["allowlisted"]], ["errors", n["errors"]],
+            *([["files scanned", report.files.scanned], ["files excluded", report.files.excluded_total],
+               ["files not scanned", len(report.files.not_scanned)]] if report.files is not None else []),
         ],
         ["l", "r"],
     )

@@ -7,7 +7,8 @@ Mapping decisions (the SARIF spec has no notion of a table cell):
   ``%SRCROOT%``); the row and column path are a logical location (``shard[row].column``) and
   properties. GitHub's code scanning only places results that have ``region.startLine``, and a
   Parquet file has no lines, so ``region.startLine`` holds the 1-based row (row 0 -> line 1;
-  file metadata, row -1, -> line 1); the exact row is always in the properties;
+  file metadata, row -1, -> line 1); the exact row is always in the properties; in a text file
+  the row is the line and ``region.startColumn`` the finding's first character;
 * ``partialFingerprints`` carry our fingerprint (a hash of the secret, so an alert follows the
   secret when rows move). It is also given as ``primaryLocationLineHash`` so GitHub does not try
   to hash "lines" of a binary Parquet file itself;
@@ -25,8 +26,10 @@ from urllib.parse import quote
 
 from shardscan.model import Finding, ScanIssue, Status
 from shardscan.report import Report
-from shardscan.reporters._common import entry_text, pretty_json, summary_numbers
+from shardscan.reporters._common import entry_text, files_dict, pretty_json, summary_numbers
 
+# The column of text-file cells (shardscan.filescan.TEXT_COLUMN; reporters import no engine module).
+TEXT_COLUMN = "__text__"
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 FINGERPRINT_KEY = "shardscan/secretSha256/v1"
 
@@ -51,6 +54,15 @@ def _level(finding: Finding, report: Report) -> str:
     return "warning" if str(finding.verdict) == "expired" else "note"
 
 
+def _region(finding: Finding) -> dict:
+    """The 1-based row as the line; in a text file (column ``__text__``) the row is the line and
+    ``start`` the character in it, so the region is exact."""
+    region = {"startLine": max(finding.location.row, 0) + 1}
+    if finding.location.column == TEXT_COLUMN:
+        region["startColumn"] = finding.start + 1
+    return region
+
+
 def _result(finding: Finding, rule_index: dict[str, int], report: Report) -> dict:
     loc = finding.location
     where = f"{loc.shard} row {loc.row} {loc.column}" + (f" (role {loc.role})" if loc.role else "")
@@ -63,7 +75,7 @@ def _result(finding: Finding, rule_index: dict[str, int], report: Report) -> dic
             {
                 "physicalLocation": {
                     "artifactLocation": {"uri": _uri(loc.shard), "uriBaseId": "%SRCROOT%"},
-                    "region": {"startLine": max(loc.row, 0) + 1},
+                    "region": _region(finding),
                 },
                 "logicalLocations": [
                     {
@@ -204,6 +216,8 @@ def sarif_dict(report: Report) -> dict:
             "policy": report.policy.to_dict(),
         },
     }
+    if report.files is not None:  # not-scanned files are also toolExecutionNotifications (issues)
+        run["properties"]["files"] = files_dict(report)
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
