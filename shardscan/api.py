@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 from shardscan import executor
 from shardscan.allowlist import Allowlist
 from shardscan.cache import ResultCache, partition
+from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.errors import ConfigError
 from shardscan.model import ScanIssue, ShardResult
@@ -66,6 +68,11 @@ def scan(
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
     options = options or ScanOptions()
+    if cache is not None and not options.reveal_secrets and options.pattern_cache is None:
+        # Compiled pattern databases live next to the results, sealed the same way; without a
+        # cache (``--no-cache``) they are compiled in memory and no file is read.
+        folder = cache.root if isinstance(cache, ResultCache) else Path(cache)
+        options = replace(options, pattern_cache=folder / PATTERN_CACHE_DIR)
     started = time.perf_counter()
     shards, unresolved = discover(list(paths))
     if only is not None:
@@ -104,6 +111,11 @@ def _scan_with_cache(
         if on_shard:
             on_shard(result)
     fresh = (run or scan_shards)([shard for shard, _ in todo], scanner, on_shard)
+    fresh = [
+        replace(result, stats=replace(result.stats, cache_rejected=result.stats.cache_rejected + 1))
+        if result.shard in cache.rejected_shards else result
+        for result in fresh
+    ]
     for (shard, content), result in zip(todo, fresh, strict=True):
         if content is not None:
             cache.store(shard, content, result)

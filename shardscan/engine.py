@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -73,6 +74,9 @@ class ScanOptions:
     # it off when every requested core already runs a worker (``--jobs 1`` means one core), and
     # leaves it on when there are fewer work items than requested cores (does not change results).
     read_threads: bool = True
+    # Folder of sealed compiled pattern databases (Hyperscan) to reuse, or None to compile them in
+    # memory and read no file (the library default, and ``--no-cache``). Does not change results.
+    pattern_cache: Path | None = None
 
     def __post_init__(self) -> None:
         # A clock without a timezone is taken as UTC: expiry claims are UTC instants, and comparing
@@ -143,7 +147,8 @@ class Scanner:
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords
+            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords,
+            cache_dir=self.options.pattern_cache,
         )
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
@@ -152,6 +157,7 @@ class Scanner:
         self.gate = RuleGate.from_patterns(
             [relax(rule.pattern_source) for rule in self.rules],
             [relax(rule.pattern_source, open_ranges=True) for rule in self.rules],
+            cache_dir=self.options.pattern_cache,
         )
         self.gate.warm()
 

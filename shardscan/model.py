@@ -158,6 +158,9 @@ class ScanStats:
     # Findings whose verdict a verifier decided by reading the scan clock (e.g. a token's expiry):
     # a result with any is only valid for that same clock, which the cache must know.
     clock_findings: int = 0
+    # Cache entries found for a shard but not replayed because their seal did not verify
+    # (corrupted, forged or written under another key); the shard was read afresh.
+    cache_rejected: int = 0
 
     def __add__(self, other: ScanStats) -> ScanStats:
         return ScanStats(
@@ -170,6 +173,7 @@ class ScanStats:
             seconds=self.seconds + other.seconds,
             cached_shards=self.cached_shards + other.cached_shards,
             clock_findings=self.clock_findings + other.clock_findings,
+            cache_rejected=self.cache_rejected + other.cache_rejected,
         )
 
 

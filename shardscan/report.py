@@ -133,6 +133,7 @@ def build_report(
         seconds=seconds,
         cached_shards=stats.cached_shards,
         clock_findings=stats.clock_findings,
+        cache_rejected=stats.cache_rejected,
     )
     findings = tuple(sorted((f for r in results for f in r.findings), key=Finding.sort_key))
     issues = tuple(extra_issues) + tuple(i for r in results for i in r.issues)
