@@ -27,6 +27,7 @@ from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
 from shardscan.reader.formats import open_shard
 from shardscan.reader.parquet import (
+    footer_integrity,
     iter_row_group_slices,
     metadata_leaves,
     row_group_offsets,
@@ -176,12 +177,23 @@ class Scanner:
     def scan_footer(
         self, shard: str, parquet: pq.ParquetFile, timer: _Timer | None = None
     ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
-        """Scan a shard's file-level key/value metadata (reported at row -1)."""
+        """Scan a shard's file-level key/value metadata and string statistics (reported at row -1),
+        and check that its footer accounts for every byte of the file (problems are issues)."""
+        problems, statistics = footer_integrity(shard, parquet)
+        issues = [ScanIssue(shard, "unreadable", f"integrity: {problem}") for problem in problems]
+        findings: list[Finding] = []
+        stats = ScanStats()
         meta = metadata_leaves(parquet)
-        if not meta:
-            return [], [], ScanStats()
-        batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta)
-        return self.scan_batch(batch, shard, timer)
+        if meta:
+            findings, more, stats = self.scan_batch(RowGroupBatch(-1, 0, 0, meta), shard, timer)
+            issues += more
+        if statistics:
+            # Statistics repeat values of data cells: they are scanned, but not counted as cells.
+            f, more, s = self.scan_batch(RowGroupBatch(-1, 0, 0, statistics), shard, timer)
+            findings += f
+            issues += more
+            stats += ScanStats(clock_findings=s.clock_findings)
+        return findings, issues, stats
 
     def for_workers(self, workers: int, *, read_threads: bool) -> Scanner:
         """This scanner for one of ``workers`` processes sharing the memory budget, reading with
