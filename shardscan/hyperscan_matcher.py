@@ -192,16 +192,22 @@ def _compile(
     path: Path | None, key: str, expressions: Sequence[str], ids: Sequence[int], flags: int, partial: bool
 ) -> Compiled | None:
     kept = list(range(len(expressions)))
-    if partial:
-        # Hyperscan does not say which pattern it refused, and refusing one can take it longer
-        # than compiling all the others: probe each on its own (once; the result is cached).
+    try:
+        # All at once first: with --no-cache this runs on every start, and probing each pattern
+        # on its own doubles the time when (as for the built-in rules) Hyperscan takes them all.
+        db = _build(expressions, ids, flags)
+    except hyperscan.error:
+        if not partial:
+            return None  # a pattern Hyperscan cannot compile: RE2 runs them all
+        # Hyperscan does not say which pattern it refused: probe each on its own (once per
+        # process, and once per cache folder when there is one).
         kept = [i for i in kept if _compiles(expressions[i], flags)]
         if not kept:
             return None
-    try:
-        db = _build([expressions[i] for i in kept], [ids[i] for i in kept], flags)
-    except hyperscan.error:
-        return None  # a pattern Hyperscan cannot compile: RE2 runs them all
+        try:
+            db = _build([expressions[i] for i in kept], [ids[i] for i in kept], flags)
+        except hyperscan.error:
+            return None
     included = tuple(ids[i] for i in kept)
     if path is not None:
         _store(path, key, ",".join(map(str, included)).encode() + b"\n" + hyperscan.dumpb(db))

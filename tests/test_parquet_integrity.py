@@ -14,7 +14,7 @@ from shardscan.engine import Scanner
 from shardscan.executor import FOOTER, plan_shard, scan_item
 from shardscan.reader import ShardRef
 from shardscan.reader.parquet import open_parquet
-from shardscan.reader.parquet_integrity import file_size, layout_problems, leaf_slots, read_footer, reader_for
+from shardscan.reader.parquet_integrity import file_size, layout_problems, leaf_slots, read_footer, reader_for, walk_pages
 from shardscan.synth import expand
 from tests.conftest import TRACE_SCHEMA, trace_row, write_trace_shard
 from tests.parquet_mutation import BINARY, I64, ParquetFooter, TList, read_struct_at
@@ -327,3 +327,20 @@ def test_writing_helpers_keep_types(tmp_path):
     ParquetFooter.read(path).write(path)
     assert path.read_bytes() == before
     assert ParquetFooter.read(path).meta.fields[3][0] == I64
+
+
+def test_page_headers_with_large_statistics_are_walked(tmp_path):
+    """Pages of 100 KB whose headers carry min/max values of 3 KB each: the header is read again,
+    larger, when the first small read ends inside it."""
+    values = [("abcdefghij"[i % 10] * 3000) + str(i) for i in range(400)]
+    path = tmp_path / "big-stats.parquet"
+    pq.write_table(pa.table({"text": values}), path, data_page_size=100_000, use_dictionary=False, compression="none",
+                   write_batch_size=10)
+    parquet = open_parquet(ShardRef("big-stats.parquet", str(path)))
+    chunk = parquet.metadata.row_group(0).column(0)
+    raw = path.read_bytes()
+    header, after = read_struct_at(raw, chunk.data_page_offset)
+    assert after - chunk.data_page_offset > 4096  # a header larger than the first read
+    counts = walk_pages(reader_for(parquet.handle), chunk.data_page_offset,
+                        chunk.data_page_offset + chunk.total_compressed_size)
+    assert (counts.values, counts.rows) == (400, None) and counts.pages >= 10

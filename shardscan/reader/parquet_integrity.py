@@ -40,6 +40,8 @@ _MAX_FOOTER = 256 * 1024 * 1024
 # a page's start and more only when the header runs past it, up to a bound.
 _HEADER_READ = 16 * 1024
 _MAX_HEADER = 16 * 1024 * 1024
+_BLOCK = 64 * 1024
+_SMALL_HEADER = 2 * 1024
 # A gap between structures that is all zero bytes is padding; longer gaps than this are not
 # read to find out.
 _MAX_PADDING = 16 * 1024 * 1024
@@ -252,8 +254,9 @@ def walk_pages(read: ReadAt, start: int, end: int) -> PageCounts:
     values = rows = pages = 0
     v1 = False
     position = start
+    block = _Block(read, end)
     while position < end:
-        header, header_size = _page_header(read, position, end)
+        header, header_size = block.header(position)
         kind, size = _int(header.get(1)), _int(header.get(3))
         if kind is None or size is None or size < 0:
             raise IntegrityError(f"page at byte {position}: header without a type or size")
@@ -266,24 +269,40 @@ def walk_pages(read: ReadAt, start: int, end: int) -> PageCounts:
         elif kind not in (_DICTIONARY_PAGE, _INDEX_PAGE):
             raise IntegrityError(f"page at byte {position}: unknown page type {kind}")
         position += header_size + size
+        block.large = size > _BLOCK  # the next header is far: read little around it (remote reads)
         pages += 1
     if position != end:
         raise IntegrityError(f"the last page runs {position - end} bytes past the column chunk's end")
     return PageCounts(values, None if v1 else rows, pages)
 
 
-def _page_header(read: ReadAt, position: int, end: int) -> tuple[Struct, int]:
-    size = _HEADER_READ
-    while True:
-        raw = read(position, min(size, end - position))
-        try:
-            return read_struct(raw)
-        except NeedMore:
-            if len(raw) < size or size >= _MAX_HEADER:
-                raise IntegrityError(f"page header at byte {position} runs past the column chunk") from None
-            size *= 4
-        except ThriftError as err:
-            raise IntegrityError(f"page header at byte {position} is not valid ({err})") from None
+class _Block:
+    """Page headers read through one buffered block: small pages lie many to a block, so a chunk
+    of thousands of pages costs a few reads, not one per page."""
+
+    def __init__(self, read: ReadAt, end: int) -> None:
+        self.read, self.end = read, end
+        self.start, self.data = 0, b""
+        self.large = False
+
+    def header(self, position: int) -> tuple[Struct, int]:
+        """The page header at ``position`` and its size in bytes."""
+        size = _SMALL_HEADER if self.large else _HEADER_READ
+        while True:
+            if not (self.start <= position and position + min(size, self.end - position) <= self.start + len(self.data)):
+                want = size if self.large else max(size, _BLOCK)
+                self.start, self.data = position, self.read(position, min(want, self.end - position))
+            offset = position - self.start
+            try:
+                header, after = read_struct(self.data, offset)
+                return header, after - offset
+            except NeedMore:
+                if self.start + len(self.data) >= self.end or size >= _MAX_HEADER:
+                    raise IntegrityError(f"page header at byte {position} runs past the column chunk") from None
+                size *= 4
+                self.data = b""  # read again from the header, larger
+            except ThriftError as err:
+                raise IntegrityError(f"page header at byte {position} is not valid ({err})") from None
 
 
 def _count(header: object, field: int, position: int) -> int:
