@@ -179,8 +179,9 @@ class Scanner:
     ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
         """Scan a shard's file-level key/value metadata and string statistics (reported at row -1),
         and check that its footer accounts for every byte of the file (problems are issues)."""
-        problems, statistics = footer_integrity(shard, parquet)
-        issues = [ScanIssue(shard, "unreadable", f"integrity: {problem}") for problem in problems]
+        checked = footer_integrity(shard, parquet)
+        issues = [ScanIssue(shard, "unreadable", f"integrity: {p.message}", p.row_group) for p in checked.problems]
+        statistics = checked.statistics
         findings: list[Finding] = []
         stats = ScanStats()
         meta = metadata_leaves(parquet)

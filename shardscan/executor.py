@@ -170,9 +170,13 @@ def assemble(plan: ShardPlan, results: Iterable[ItemResult]) -> ShardResult:
     issues: list[ScanIssue] = []
     stats = ScanStats(shards=1, seconds=plan.seconds)
     timings: dict[str, float] = {"read": plan.seconds}
+    results = list(results)
+    # A row group its own item could not read is reported once, by that item: the footer item's
+    # page checks of the same row group describe the same damage.
+    failed = {i.row_group for r in results if r.item.row_group != FOOTER for i in r.issues if i.row_group is not None}
     for result in results:
         findings += result.findings
-        issues += result.issues
+        issues += [i for i in result.issues if result.item.row_group != FOOTER or i.row_group not in failed]
         stats += result.stats
         for stage, seconds in result.timings:
             timings[stage] = timings.get(stage, 0.0) + seconds

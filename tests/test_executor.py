@@ -103,7 +103,8 @@ def test_parallel_items_keep_row_group_errors_exact(tmp_path, ruleset, options):
         assert [r.item for r in results] == list(plan.items)
         cells = [f for r in results for f in r.findings if not f.location.column.startswith("__statistics__")]
         assert [f.location.row for f in cells] == [1, 9]
-        [issue] = [i for r in results for i in r.issues]
+        # (The footer item's page checks see the damage too; a shard's result keeps one issue.)
+        [issue] = [i for r in results if r.item.row_group != FOOTER for i in r.issues]
         assert (issue.shard, issue.kind, issue.row_group) == ("broken.parquet", "unreadable", 1)
 
 

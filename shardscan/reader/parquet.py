@@ -12,17 +12,16 @@ import pyarrow.parquet as pq
 from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
 from shardscan.reader.parquet_integrity import (
+    FooterChecks,
     IntegrityError,
+    Problem,
     column_label,
     file_size,
-    layout_problems,
+    footer_checks,
     leaf_count,
     leaf_slots,
-    page_start,
     read_footer,
     reader_for,
-    statistics_leaves,
-    walk_pages,
 )
 from shardscan.reader.sources import ShardRef
 
@@ -214,8 +213,9 @@ def iter_row_group_slices(
 
 @dataclass(slots=True)
 class _RowGroupCheck:
-    """The integrity checks of one row group: footer counts against its pages (walked before the
-    read) and against the values pyarrow decoded (counted slice by slice)."""
+    """The integrity checks of one row group that need its decoded values: the footer's counts
+    against the rows and values pyarrow decoded (counted slice by slice). (The checks against the
+    pages, which need no decoding, run once per shard: :func:`footer_integrity`.)"""
 
     shard: ShardRef
     index: int
@@ -229,18 +229,16 @@ class _RowGroupCheck:
 
     @classmethod
     def start(cls, shard: ShardRef, parquet: pq.ParquetFile, index: int, columns: list[str] | None) -> _RowGroupCheck:
-        """Check the footer's counts and walk the pages of the columns that will be read."""
+        """Check the footer's counts of the row group against each other; prepare the decoded counts."""
         check = cls(shard, index, [], {}, {}, {}, {})
         try:
-            check._walk(parquet, columns)
-        except IntegrityError as err:
-            check.problems.append(str(err))
+            check._prepare(parquet, columns)
         except Exception as exc:
             raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
         return check
 
-    def _walk(self, parquet: pq.ParquetFile, columns: list[str] | None) -> None:
-        group = parquet.metadata.row_group(index := self.index)
+    def _prepare(self, parquet: pq.ParquetFile, columns: list[str] | None) -> None:
+        group = parquet.metadata.row_group(self.index)
         rows = group.num_rows
         schema = parquet.metadata.schema
         fields = list(parquet.schema_arrow)
@@ -250,32 +248,14 @@ class _RowGroupCheck:
             first += spans[-1].stop - spans[-1].start
         mapped = first == group.num_columns
         selected = range(len(fields)) if columns is None else [parquet.schema_arrow.names.index(c) for c in columns]
-        read_leaves = {j for p in selected for j in spans[p]} if mapped else set(range(group.num_columns))
-        # Pages are walked through the handle pyarrow reads (a ParquetShard); a plain ParquetFile
-        # gets the checks the footer alone allows.
-        handle = getattr(parquet, "handle", None)
-        read = reader_for(handle) if handle is not None else None
         for j in range(group.num_columns):
             chunk = group.column(j)
-            label = column_label(chunk.path_in_schema.split("."), j)
             if schema.column(j).max_repetition_level == 0 and chunk.num_values != rows:
+                label = column_label(chunk.path_in_schema.split("."), j)
                 self.problems.append(f"column {label}: {chunk.num_values} values for {rows} rows (the footer's num_rows "
                                      "disagrees with its column chunk)")
-            if j not in read_leaves or read is None:
-                continue
-            start = page_start(chunk.data_page_offset, chunk.dictionary_page_offset if chunk.has_dictionary_page else None)
-            try:
-                counts = walk_pages(read, start, start + chunk.total_compressed_size)
-            except IntegrityError as err:
-                self.problems.append(f"column {label}: {err}")
-                continue
-            if counts.values != chunk.num_values:
-                self.problems.append(f"column {label}: its pages hold {counts.values} values, the footer says "
-                                     f"{chunk.num_values}")
-            if counts.rows is not None and counts.rows != rows:
-                self.problems.append(f"column {label}: its pages hold {counts.rows} rows, the footer says {rows}")
         if not mapped:
-            return  # the Arrow schema does not map onto the leaves one to one: the page walk stands alone
+            return  # the Arrow schema does not map onto the leaves one to one: the page checks stand alone
         for p in selected:
             leaves = list(spans[p])
             if all(schema.column(j).max_repetition_level == 0 for j in leaves):
@@ -364,23 +344,21 @@ def metadata_leaves(parquet: pq.ParquetFile) -> tuple[LeafCells, ...]:
     return key_value_leaves(parquet.metadata.metadata)
 
 
-def footer_integrity(shard: str, parquet: pq.ParquetFile) -> tuple[tuple[str, ...], tuple[LeafCells, ...]]:
-    """The layout problems of a shard (see :func:`~shardscan.reader.parquet_integrity.layout_problems`)
-    and its string statistics as cells (``__statistics__``), from the footer as the file holds it.
+def footer_integrity(shard: str, parquet: pq.ParquetFile) -> FooterChecks:
+    """The footer of a shard, as the file holds it, checked against its bytes and pages, and its
+    string statistics as cells (see :func:`~shardscan.reader.parquet_integrity.footer_checks`).
 
     Raises ShardReadError naming ``shard`` when the bytes cannot be read. A plain ParquetFile (not
-    opened by :func:`open_parquet`) has no byte source to check: ``((), ())``.
+    opened by :func:`open_parquet`) has no byte source to check: nothing is found.
     """
     handle = getattr(parquet, "handle", None)
     if handle is None:
-        return (), ()
+        return FooterChecks((), ())
     try:
         read = reader_for(handle)
-        footer = read_footer(read, file_size(handle))
-        problems = tuple(layout_problems(read, footer))
-        return problems, statistics_leaves(read, footer)
+        return footer_checks(read, read_footer(read, file_size(handle)))
     except IntegrityError as err:
-        return (str(err),), ()
+        return FooterChecks((Problem(str(err)),), ())
     except Exception as exc:
         raise ShardReadError(shard, f"footer unreadable ({describe_remote_error(exc)})") from None
 

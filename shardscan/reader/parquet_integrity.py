@@ -5,19 +5,25 @@ rows beyond a lowered ``num_rows``, row groups dropped from the footer and pages
 points at are never decoded, and a scan of them would report "clean". These checks make every
 such shard an error naming the shard and the reason (exit 3):
 
-* **Layout** (:func:`layout_problems`, once per shard, footer only plus gap bytes): the column
-  chunks, page indexes, bloom filters and the footer must cover the file from the leading magic to
-  the end, without gaps or overlaps. A gap whose bytes are all zero is alignment padding (some
-  writers pad row groups); any other gap is "unreferenced bytes" and names its byte range.
-* **Counts** (:func:`row_group_checks`, per row group read): the pages of every column chunk that
-  is read are walked (headers only, their bodies skipped): they must fill the chunk exactly, their
-  values must add up to the footer's ``num_values``, and v2 pages' rows to the row group's
-  ``num_rows``. A column without repetition has one value per row, so its ``num_values`` must equal
-  ``num_rows``; for nested columns the values pyarrow decoded (one per leaf slot, empty and null
-  lists included, see :func:`leaf_slots`) must equal ``num_values``.
-* **Statistics** (:func:`statistics_leaves`): string min/max values of column chunks (footer) and
-  of pages (the page index) are cell values that get published, so they are scanned as cells of the
-  pseudo-column ``__statistics__`` at row -1 (see the README).
+* **Footer against bytes** (:func:`footer_checks`, once per shard: the footer, page headers and
+  gap bytes are read, no page is decoded):
+
+  - the column chunks, page indexes, bloom filters and the footer must cover the file from the
+    leading magic to the end, without gaps or overlaps (:func:`layout_problems`). A gap whose
+    bytes are all zero is alignment padding (some writers pad row groups); any other gap is
+    "unreferenced bytes" and names its byte range;
+  - the pages of every string column chunk are walked (headers only, their bodies skipped): they
+    must fill the chunk exactly, their values must add up to the footer's ``num_values``, and v2
+    pages' rows to the row group's ``num_rows``.
+
+* **Footer against decoded values** (``_RowGroupCheck`` in :mod:`shardscan.reader.parquet`, per
+  row group read): a column without repetition has one value per row, so its ``num_values`` must
+  equal ``num_rows``; for nested columns the values pyarrow decoded (one per leaf slot, empty and
+  null lists included, see :func:`leaf_slots`) must equal ``num_values``.
+
+* **Statistics** (:func:`footer_checks`): string min/max values of column chunks (footer) and of
+  pages (page index, page headers) are cell values that get published, so they are scanned as
+  cells of the pseudo-column ``__statistics__`` at row -1 (see docs/integrity.md).
 """
 
 from __future__ import annotations
@@ -82,6 +88,24 @@ class PageCounts:
     values: int
     rows: int | None  # from v2 data pages; None when any data page is v1 (they do not say)
     pages: int
+    # String min/max values in data page headers: (data page ordinal, "min" | "max", value).
+    bounds: tuple[tuple[int, str, bytes], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One integrity failure: what is wrong, and the row group it concerns (None: the whole file)."""
+
+    message: str
+    row_group: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FooterChecks:
+    """What checking a shard's footer against its bytes found: problems, and statistics as cells."""
+
+    problems: tuple[Problem, ...]
+    statistics: tuple[LeafCells, ...]
 
 
 def reader_for(handle: object) -> ReadAt:
@@ -249,10 +273,14 @@ def _is_padding(read: ReadAt, start: int, end: int) -> bool:
 # ---- pages ------------------------------------------------------------------------------------
 
 
-def walk_pages(read: ReadAt, start: int, end: int) -> PageCounts:
-    """Walk a column chunk's page headers from ``start``; they must end exactly at ``end``."""
-    values = rows = pages = 0
+def walk_pages(read: ReadAt, start: int, end: int, *, bounds: bool = False) -> PageCounts:
+    """Walk a column chunk's page headers from ``start``; they must end exactly at ``end``.
+
+    With ``bounds``, the min/max values of the data pages' statistics are collected too.
+    """
+    values = rows = pages = data_pages = 0
     v1 = False
+    found: list[tuple[int, str, bytes]] = []
     position = start
     block = _Block(read, end)
     while position < end:
@@ -260,12 +288,20 @@ def walk_pages(read: ReadAt, start: int, end: int) -> PageCounts:
         kind, size = _int(header.get(1)), _int(header.get(3))
         if kind is None or size is None or size < 0:
             raise IntegrityError(f"page at byte {position}: header without a type or size")
-        if kind == _DATA_PAGE:
-            values += _count(header.get(5), 1, position)
-            v1 = True
-        elif kind == _DATA_PAGE_V2:
-            values += _count(header.get(8), 1, position)
-            rows += _count(header.get(8), 3, position)
+        if kind in (_DATA_PAGE, _DATA_PAGE_V2):
+            page = header.get(5 if kind == _DATA_PAGE else 8)
+            values += _count(page, 1, position)
+            if kind == _DATA_PAGE:
+                v1 = True
+            else:
+                rows += _count(page, 3, position)
+            stats = page.get(5 if kind == _DATA_PAGE else 8) if isinstance(page, dict) else None
+            if bounds and isinstance(stats, dict):
+                for edge, fields in (("min", (6, 2)), ("max", (5, 1))):
+                    for value in dict.fromkeys(stats.get(f) for f in fields):
+                        if isinstance(value, bytes) and value:
+                            found.append((data_pages, edge, value))
+            data_pages += 1
         elif kind not in (_DICTIONARY_PAGE, _INDEX_PAGE):
             raise IntegrityError(f"page at byte {position}: unknown page type {kind}")
         position += header_size + size
@@ -273,7 +309,7 @@ def walk_pages(read: ReadAt, start: int, end: int) -> PageCounts:
         pages += 1
     if position != end:
         raise IntegrityError(f"the last page runs {position - end} bytes past the column chunk's end")
-    return PageCounts(values, None if v1 else rows, pages)
+    return PageCounts(values, None if v1 else rows, pages, tuple(found))
 
 
 class _Block:
@@ -391,78 +427,99 @@ def _list_slots(array: pa.Array, starts: np.ndarray, ends: np.ndarray, values: p
 # ---- statistics as cells ----------------------------------------------------------------------
 
 
-def statistics_leaves(read: ReadAt, footer: Footer) -> tuple[LeafCells, ...]:
-    """String min/max statistics of every column chunk (footer) and page (column index) as cells.
+def footer_checks(read: ReadAt, footer: Footer) -> FooterChecks:
+    """Every check that needs the footer and the pages but no decoding, and the statistics as cells.
 
-    Column ``__statistics__.row_group[<g>].<column>.min`` (or ``.max``) for a column chunk's
-    statistics, ``__statistics__.row_group[<g>].<column>.page[<p>].min`` for a page's (from the
-    page index), all at row -1. Values equal to a cell already listed for the same place are not
-    repeated (the deprecated and current statistics fields usually hold the same bytes).
+    Problems: the layout (:func:`layout_problems`) and, for each string column chunk, its pages
+    (:func:`walk_pages`: they fill the chunk, their values add up to the chunk's ``num_values``
+    and v2 pages' rows to the row group's ``num_rows``), named with their row group.
+
+    Cells: string min/max statistics as column ``__statistics__.row_group[<g>].<column>.min`` (or
+    ``.max``) for a column chunk's statistics in the footer, and
+    ``__statistics__.row_group[<g>].<column>.page[<p>].min`` for a data page's (from the page
+    index or the page header), all at row -1. A value listed twice for one place (the deprecated
+    and current fields, the page index and the page header) is one cell.
     """
-    paths: list[str] = []
-    values: list[bytes] = []
+    problems = [Problem(p) for p in layout_problems(read, footer)]
+    cells: dict[tuple[str, bytes], None] = {}
     indexes: list[tuple[int, int, str]] = []
     schema_types = _leaf_types(footer.meta)
     for g, group in enumerate(_list(footer.meta.get(4))):
+        rows = _int(group.get(3)) if isinstance(group, dict) else None
         for c, chunk in enumerate(_list(group.get(1)) if isinstance(group, dict) else []):
             meta = chunk.get(3) if isinstance(chunk, dict) else None
             if not isinstance(meta, dict):
                 continue
             kind = _int(meta.get(1))
             if kind not in _STRING_TYPES and (c >= len(schema_types) or schema_types[c] not in _STRING_TYPES):
-                continue
-            label = f"{STATISTICS_COLUMN}.row_group[{g}].{column_label(_list(meta.get(3)), c)}"
+                continue  # only byte arrays can hold a credential
+            column = column_label(_list(meta.get(3)), c)
+            label = f"{STATISTICS_COLUMN}.row_group[{g}].{column}"
             stats = meta.get(12)
             if isinstance(stats, dict):
-                _add_bounds(paths, values, label, stats.get(6), stats.get(5))
-                _add_bounds(paths, values, label, stats.get(2), stats.get(1))
+                for edge, fields in (("min", (6, 2)), ("max", (5, 1))):
+                    for f in fields:
+                        if isinstance(value := stats.get(f), bytes) and value:
+                            cells[(f"{label}.{edge}", value)] = None
+            problems += _check_pages(read, footer, meta, rows, g, column, label, cells)
             offset, length = _int(chunk.get(6)), _int(chunk.get(7))
             if offset is not None and length is not None and 0 < length and offset + length <= footer.size:
                 indexes.append((offset, length, label))
-    _add_page_indexes(read, indexes, paths, values)
-    if not values:
-        return ()
-    rows = np.full(len(values), METADATA_ROW, dtype=np.int64)
+    for path, value in _page_index_bounds(read, indexes):
+        cells[(path, value)] = None
+    if not cells:
+        return FooterChecks(tuple(problems), ())
+    paths = [path for path, _ in cells]
+    rows_of = np.full(len(paths), METADATA_ROW, dtype=np.int64)
+    values = pa.array([value for _, value in cells], type=pa.large_binary())
     # One template argument per cell: the whole path (built by us, from labels that are safe to print).
-    return (LeafCells("{}", pa.array(values, type=pa.large_binary()), rows, (paths,), None),)
+    return FooterChecks(tuple(problems), (LeafCells("{}", values, rows_of, (paths,), None),))
 
 
-def _add_bounds(paths: list[str], values: list[bytes], label: str, low: object, high: object) -> None:
-    for suffix, value in ((".min", low), (".max", high)):
-        if isinstance(value, bytes) and value:
-            path = label + suffix
-            if not any(p == path and v == value for p, v in zip(paths[-4:], values[-4:])):
-                paths.append(path)
-                values.append(value)
+def _check_pages(
+    read: ReadAt, footer: Footer, meta: Struct, rows: int | None, g: int, column: str, label: str,
+    cells: dict[tuple[str, bytes], None],
+) -> list[Problem]:
+    span = chunk_span(meta)
+    if span is None or span[0] < 4 or not span[0] <= span[1] <= footer.start:
+        return []  # reported by the layout check
+    try:
+        counts = walk_pages(read, span[0], span[1], bounds=True)
+    except IntegrityError as err:
+        return [Problem(f"column {column}: {err}", g)]
+    for page, edge, value in counts.bounds:
+        cells[(f"{label}.page[{page}].{edge}", value)] = None
+    problems = []
+    declared = _int(meta.get(5))
+    if counts.values != declared:
+        problems.append(Problem(f"column {column}: its pages hold {counts.values} values, the footer says {declared}", g))
+    if counts.rows is not None and counts.rows != rows:
+        problems.append(Problem(f"column {column}: its pages hold {counts.rows} rows, the footer says {rows}", g))
+    return problems
 
 
-def _add_page_indexes(
-    read: ReadAt, indexes: list[tuple[int, int, str]], paths: list[str], values: list[bytes]
-) -> None:
-    """Read the column indexes (writers put them next to each other: one read when they span
-    little) and add their page min/max values."""
+def _page_index_bounds(read: ReadAt, indexes: list[tuple[int, int, str]]) -> list[tuple[str, bytes]]:
+    """The page min/max values of the column indexes (writers put them next to each other: one
+    read when they span little)."""
     if not indexes:
-        return
+        return []
     low = min(o for o, _, _ in indexes)
     high = max(o + n for o, n, _ in indexes)
     whole = read(low, high - low) if high - low <= _MAX_INDEX else None
+    out: list[tuple[str, bytes]] = []
     for offset, length, label in indexes:
         if length > _MAX_INDEX:
             raise IntegrityError(f"the column index at byte {offset} is larger than {_MAX_INDEX} bytes")
         raw = whole[offset - low : offset - low + length] if whole is not None else read(offset, length)
-        _add_page_index(raw, offset, label, paths, values)
-
-
-def _add_page_index(raw: bytes, offset: int, label: str, paths: list[str], values: list[bytes]) -> None:
-    try:
-        index, _ = read_struct(raw)
-    except ThriftError:
-        raise IntegrityError(f"the column index at byte {offset} is not valid") from None
-    for field, suffix in ((2, "min"), (3, "max")):
-        for page, value in enumerate(_list(index.get(field))):
-            if isinstance(value, bytes) and value:
-                paths.append(f"{label}.page[{page}].{suffix}")
-                values.append(value)
+        try:
+            index, _ = read_struct(raw)
+        except ThriftError:
+            raise IntegrityError(f"the column index at byte {offset} is not valid") from None
+        for field, edge in ((2, "min"), (3, "max")):
+            for page, value in enumerate(_list(index.get(field))):
+                if isinstance(value, bytes) and value:
+                    out.append((f"{label}.page[{page}].{edge}", value))
+    return out
 
 
 def _leaf_types(meta: Struct) -> list[int | None]:
