@@ -164,6 +164,13 @@ def test_lowered_num_rows_is_exit_3_naming_the_row_group(tmp_path, ruleset, opti
     # their headers' row counts tell too; the row group is reported once, by its own item.
     assert message.startswith("integrity: column conversations.list.element.content: ")
     assert "2 values decoded from 1 rows, the column chunk holds 8" in message
+    if pages == "2.0":
+        footer_item = scan_item(Scanner(ruleset, options), plan_shard(ShardRef(path.name, str(path))).items[0])
+        assert footer_item.item.row_group == FOOTER
+        assert [(i.row_group, i.message) for i in footer_item.issues] == [
+            (2, f"integrity: column conversations.list.element.{leaf}: its pages hold 4 rows, the footer says 1")
+            for leaf in ("content", "role")
+        ]
 
 
 def test_lowered_num_rows_and_num_values_are_caught_by_the_pages(tmp_path, ruleset, options):
