@@ -381,3 +381,24 @@ def test_a_token_only_in_a_page_headers_statistics_is_found_there(tmp_path, rule
     assert report.issues == ()
     assert _cells(report) == [("train.parquet", -1, "__statistics__.row_group[1].instruction.page[0].max", "github-pat")]
     assert report.exit_code == 1
+
+
+def test_redact_removes_a_token_only_in_statistics_by_rewriting_the_shard(tmp_path, ruleset, options):
+    from typer.testing import CliRunner
+
+    from shardscan.cli import app
+
+    token = _token("redact-statistics")
+    path = _shard(tmp_path, "no-token-here")
+    footer = ParquetFooter.read(path)
+    footer.column_meta(0, 2)[12].put(5, BINARY, f"zz GITHUB_TOKEN={token}".encode())  # the `agent` column's max
+    footer.write(path)
+    assert _cells(scan([str(path.parent)], ruleset=ruleset, options=options)) == [
+        ("train.parquet", -1, "__statistics__.row_group[0].agent.max", "github-pat")]
+    clean = tmp_path / "clean"
+    result = CliRunner().invoke(app, ["redact", str(path.parent), "--out", str(clean), "--now", "2026-12-02",
+                                      "--no-allowlist"])
+    assert result.exit_code == 0, result.output
+    after = scan([str(clean)], ruleset=ruleset, options=options)
+    assert after.findings == () and after.issues == () and after.exit_code == 0
+    assert pq.read_table(clean / "train.parquet").equals(pq.read_table(path))  # the cells are unchanged
