@@ -402,3 +402,55 @@ def test_redact_removes_a_token_only_in_statistics_by_rewriting_the_shard(tmp_pa
     after = scan([str(clean)], ruleset=ruleset, options=options)
     assert after.findings == () and after.issues == () and after.exit_code == 0
     assert pq.read_table(clean / "train.parquet").equals(pq.read_table(path))  # the cells are unchanged
+
+
+def test_the_thrift_reader_refuses_malformed_bytes_with_its_own_error():
+    import random
+
+    from shardscan.reader.thrift_compact import ThriftError, read_struct
+
+    rng = random.Random(28)
+    for size in (0, 1, 2, 5, 40, 400):
+        for _ in range(300):
+            blob = bytes(rng.randrange(256) for _ in range(size))
+            try:
+                read_struct(blob)
+            except ThriftError:
+                pass
+    deep = bytes([0x1C]) * 100  # a struct in a struct in a struct…
+    with pytest.raises(ThriftError, match="nested too deeply"):
+        read_struct(deep)
+    with pytest.raises(ThriftError):
+        read_struct(bytes([0x19, 0xF8]) + b"\xff\xff\xff\x7f")  # a list claiming 268 million items
+
+
+def test_damaged_footers_never_end_in_an_internal_error(tmp_path, ruleset, options):
+    import random
+
+    path = _shard(tmp_path, _token("fuzz"))
+    original = path.read_bytes()
+    length = int.from_bytes(original[-8:-4], "little")
+    start = len(original) - 8 - length
+    rng = random.Random(7)
+    scanner = Scanner(ruleset, options)
+    for _ in range(60):
+        damaged = bytearray(original)
+        damaged[rng.randrange(start, len(original) - 8)] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(damaged))
+        result = scanner.scan_shard(ShardRef("train.parquet", str(path)))
+        assert not any("internal error" in issue.message for issue in result.issues), result.issues
+        assert result.issues or [f.location.row for f in result.findings if f.location.row >= 0] == [TOKEN_ROW]
+
+
+def test_a_footer_that_would_abort_pyarrow_is_refused_before_pyarrow_reads_it(tmp_path, ruleset, options):
+    """pyarrow kills the process (an uncaught C++ exception, no Python error) when a level histogram
+    has the wrong size: the shard is refused as unreadable before pyarrow builds its column metadata."""
+    path = _shard(tmp_path, _token("abort"))
+    footer = ParquetFooter.read(path)
+    sizes = footer.column_meta(1, 4)[16]  # a flat column: one repetition level
+    sizes[2] = TList(I64, [4, 4, 4, 4])
+    footer.write(path)
+    report = scan([str(path.parent)], ruleset=ruleset, options=options)
+    assert report.exit_code == 3 and report.findings == ()
+    assert _issues(report) == [("train.parquet", None, "not a readable Parquet file (malformed footer: row group 1 "
+                                                       "column 4: repetition level histogram of 4 entries for 1 levels)")]

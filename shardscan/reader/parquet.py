@@ -12,10 +12,12 @@ import pyarrow.parquet as pq
 from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
 from shardscan.reader.parquet_integrity import (
+    Footer,
     FooterChecks,
     IntegrityError,
     Problem,
     column_label,
+    crash_risks,
     file_size,
     footer_checks,
     leaf_count,
@@ -44,11 +46,13 @@ class RowGroupBatch:
 
 class ParquetShard(pq.ParquetFile):
     """A ParquetFile that keeps the byte source it reads, so that the integrity checks read the
-    very bytes pyarrow decodes (the same handle, with positional reads)."""
+    very bytes pyarrow decodes (the same handle, with positional reads), and the footer as we
+    parsed it (None when it does not parse: pyarrow's error is then the one reported)."""
 
-    def __init__(self, handle: object, **options: object) -> None:
+    def __init__(self, handle: object, footer: Footer | None, **options: object) -> None:
         super().__init__(handle, **options)
         self.handle = handle
+        self.footer = footer
 
 
 def open_parquet(shard: ShardRef) -> ParquetShard:
@@ -65,15 +69,27 @@ def open_parquet(shard: ShardRef) -> ParquetShard:
         handle.seek(0)
         if head != b"PAR1":
             raise ShardReadError(shard.display, "not a readable Parquet file (bad magic bytes at the start)")
+        footer = _parse_footer(handle)
+        # pyarrow aborts the whole process (no exception) on some malformed column metadata: such
+        # a shard is refused here, before pyarrow builds any.
+        if footer is not None and (risks := crash_risks(footer.meta)):
+            raise ShardReadError(shard.display, f"not a readable Parquet file (malformed footer: {risks[0]})")
         # Locally, page-sized buffered reads instead of pre-buffering whole column chunks: memory
         # then follows the rows being decoded, not the row group (and reads are no slower). Remote
         # shards keep pre-buffering, which coalesces ranges into few requests.
-        return ParquetShard(handle, page_checksum_verification=True,
+        return ParquetShard(handle, footer, page_checksum_verification=True,
                             **(_LOCAL_READS if shard.filesystem is None else {}))
     except ShardReadError:
         raise
     except Exception as exc:  # pyarrow raises several types for bad files
         raise ShardReadError(shard.display, f"not a readable Parquet file ({describe_remote_error(exc)})") from None
+
+
+def _parse_footer(handle: object) -> Footer | None:
+    try:
+        return read_footer(reader_for(handle), file_size(handle))
+    except IntegrityError:
+        return None
 
 
 def row_group_offsets(parquet: pq.ParquetFile) -> list[int]:
@@ -356,7 +372,8 @@ def footer_integrity(shard: str, parquet: pq.ParquetFile) -> FooterChecks:
         return FooterChecks((), ())
     try:
         read = reader_for(handle)
-        return footer_checks(read, read_footer(read, file_size(handle)))
+        footer = getattr(parquet, "footer", None) or read_footer(read, file_size(handle))
+        return footer_checks(read, footer)
     except IntegrityError as err:
         return FooterChecks((Problem(str(err)),), ())
     except Exception as exc:

@@ -522,6 +522,56 @@ def _page_index_bounds(read: ReadAt, indexes: list[tuple[int, int, str]]) -> lis
     return out
 
 
+def crash_risks(meta: Struct) -> list[str]:
+    """Footer values that pyarrow does not refuse with an error but aborts the process on when their
+    column metadata is built (an uncaught C++ exception): checked before pyarrow touches them.
+
+    Level histograms (``SizeStatistics``) must have one entry per level of their column.
+    """
+    levels = _leaf_levels(_list(meta.get(2)))
+    problems = []
+    for g, group in enumerate(_list(meta.get(4))):
+        for c, chunk in enumerate(_list(group.get(1)) if isinstance(group, dict) else []):
+            column = chunk.get(3) if isinstance(chunk, dict) else None
+            sizes = column.get(16) if isinstance(column, dict) else None
+            if not isinstance(sizes, dict):
+                continue
+            if c >= len(levels):
+                problems.append(f"row group {g} column {c}: no such column in the schema")
+                continue
+            max_def, max_rep = levels[c]
+            for field, top, name in ((2, max_rep, "repetition"), (3, max_def, "definition")):
+                histogram = _list(sizes.get(field))
+                if histogram and len(histogram) != top + 1:
+                    problems.append(f"row group {g} column {c}: {name} level histogram of {len(histogram)} entries "
+                                    f"for {top + 1} levels")
+    return problems
+
+
+def _leaf_levels(elements: list[object]) -> list[tuple[int, int]]:
+    """(max definition level, max repetition level) of each leaf of a flattened Parquet schema."""
+    out: list[tuple[int, int]] = []
+    # Depth-first over the flattened tree: each entry is (children left, def level, rep level).
+    stack: list[list[int]] = []
+    for i, element in enumerate(elements):
+        if not isinstance(element, dict):
+            return out
+        children = _int(element.get(5)) or 0
+        parent_def, parent_rep = (stack[-1][1], stack[-1][2]) if stack else (0, 0)
+        repetition = _int(element.get(3)) if i else 0  # the root has none
+        level_def = parent_def + (1 if repetition in (1, 2) else 0)  # OPTIONAL, REPEATED
+        level_rep = parent_rep + (1 if repetition == 2 else 0)
+        if stack:
+            stack[-1][0] -= 1
+        if children > 0:
+            stack.append([children, level_def, level_rep])
+        else:
+            out.append((level_def, level_rep))
+        while stack and stack[-1][0] <= 0:
+            stack.pop()
+    return out
+
+
 def _leaf_types(meta: Struct) -> list[int | None]:
     """Physical type of each leaf column, in column-chunk order, from the footer's schema."""
     elements = _list(meta.get(2))
