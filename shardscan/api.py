@@ -54,7 +54,9 @@ def scan(
 
     ``cache`` is a cache folder (or an open ResultCache): shards whose bytes, rules, options and
     shardscan version are unchanged are replayed from it instead of read (see shardscan.cache;
-    only local files are cached). The allowlist and policy are applied after the cache, so
+    only local files are cached; entries are sealed with a key kept outside the folder, and compiled
+    patterns are reused from its ``hyperscan/``; without ``cache`` no local state is read). The
+    allowlist and policy are applied after the cache, so
     changing them needs no re-reading. ``only`` keeps the discovered shards it returns True for
     (e.g. those changed since a commit). ``jobs`` worker processes scan (shard, row group) work
     items locally (``None``: all cores); the report is identical for any number of jobs.
