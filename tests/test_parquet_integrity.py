@@ -454,3 +454,31 @@ def test_a_footer_that_would_abort_pyarrow_is_refused_before_pyarrow_reads_it(tm
     assert report.exit_code == 3 and report.findings == ()
     assert _issues(report) == [("train.parquet", None, "not a readable Parquet file (malformed footer: row group 1 "
                                                        "column 4: repetition level histogram of 4 entries for 1 levels)")]
+
+
+def test_a_copy_of_column_metadata_after_the_pages_is_not_a_gap_unless_it_differs(tmp_path, ruleset, options):
+    """Writers that follow the format's original layout (polars, among others) put a copy of each
+    column's metadata right after its pages: that copy is accounted for; a copy whose statistics
+    differ from the footer's (a value that would be published unscanned) is not."""
+    from tests.parquet_mutation import encode_struct
+
+    token = _token("metadata-copy")
+    path = _shard(tmp_path, token)
+    footer = ParquetFooter.read(path)
+    last = len(footer.row_groups[2][1].items) - 1
+    meta = footer.column_meta(2, last)
+    ParquetFooter(footer.body + encode_struct(meta), footer.meta).write(path)
+    report = scan([str(path.parent)], ruleset=ruleset, options=options)
+    assert report.issues == () and [f.location.row for f in report.findings] == [TOKEN_ROW]
+
+    copy = ParquetFooter.read(path)
+    altered = ParquetFooter.read(path).column_meta(2, last)
+    altered[12].put(5, BINARY, f"zz GITHUB_TOKEN={token}".encode())
+    start = len(footer.body)
+    ParquetFooter(footer.body + encode_struct(altered), copy.meta).write(path)
+    report = scan([str(path.parent)], ruleset=ruleset, options=options)
+    assert report.exit_code == 3
+    end = len(ParquetFooter.read(path).body)
+    assert _issues(report) == [("train.parquet", None, f"integrity: the copy of the column metadata after the pages of "
+                                                       f"row group 2 column {last} (bytes {start}-{end}) differs from "
+                                                       "the footer's")]

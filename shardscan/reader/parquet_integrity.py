@@ -53,6 +53,7 @@ _SMALL_HEADER = 2 * 1024
 _MAX_PADDING = 16 * 1024 * 1024
 _PADDING_READ = 1024 * 1024
 _MAX_INDEX = 64 * 1024 * 1024  # bytes of one column index read to scan its min/max values
+_MAX_METADATA_COPY = 1024 * 1024
 _DATA_PAGE, _INDEX_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 1, 2, 3
 _STRING_TYPES = {6, 7}  # BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
 
@@ -79,6 +80,9 @@ class Span:
     start: int
     end: int
     what: str
+    # For a column chunk's pages: its metadata from the footer (a writer may put a copy of it
+    # right after the pages).
+    meta: Struct | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +212,13 @@ def layout_problems(read: ReadAt, footer: Footer) -> list[str]:
     spans.sort(key=lambda s: (s.start, s.end))
     covered, last = 0, spans[0]
     for span in spans:
+        if span.start > covered and last.meta is not None:
+            # The format's original layout puts a copy of the column's metadata after its pages
+            # (some writers still do): it covers the gap when it is that chunk's metadata.
+            copy_end, problem = _metadata_copy(read, covered, span.start, last)
+            if problem:
+                problems.append(problem)
+            covered = copy_end
         if span.start > covered:
             if not _is_padding(read, covered, span.start):
                 problems.append(f"unreferenced bytes {covered}-{span.start} (between {last.what} and {span.what}): "
@@ -232,7 +243,7 @@ def _chunk_spans(read: ReadAt, chunk: Struct, g: int, c: int, problems: list[str
     if span is None or span[0] < 4 or span[1] < span[0]:
         problems.append(f"{where}: no valid page offsets")
     else:
-        out.append(Span(span[0], span[1], f"the pages of {where}"))
+        out.append(Span(span[0], span[1], f"the pages of {where}", meta))
     for offset_field, length_field, what in ((4, 5, "offset index"), (6, 7, "column index")):
         offset, length = _int(chunk.get(offset_field)), _int(chunk.get(length_field))
         if offset is not None and length is not None:
@@ -244,6 +255,24 @@ def _chunk_spans(read: ReadAt, chunk: Struct, g: int, c: int, problems: list[str
             length = _bloom_length(read, bloom)
         out.append(Span(bloom, bloom + length, f"the bloom filter of {where}"))
     return out
+
+
+def _metadata_copy(read: ReadAt, start: int, end: int, pages: Span) -> tuple[int, str | None]:
+    """Where a copy of ``pages``' column metadata written at ``start`` ends (``start`` when there is
+    none), and a problem when the copy says something the footer does not (its statistics and
+    key/value metadata would be published unscanned)."""
+    try:
+        copy, used = read_struct(read(start, min(end - start, _MAX_METADATA_COPY)))
+    except ThriftError:
+        return start, None
+    footer = pages.meta or {}
+    if used > end - start or any(copy.get(f) != footer.get(f) for f in (5, 7, 9)):
+        return start, None  # not this chunk's metadata: the gap is judged as it is
+    for field in (8, 12):  # key/value metadata, statistics
+        if field in copy and copy.get(field) != footer.get(field):
+            return start + used, (f"the copy of the column metadata after {pages.what} (bytes {start}-{start + used}) "
+                                  "differs from the footer's")
+    return start + used, None
 
 
 def _bloom_length(read: ReadAt, offset: int) -> int:
