@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
 from shardscan.reader.parquet_integrity import (
+    METADATA_ROW,
     Footer,
     FooterChecks,
     IntegrityError,
@@ -29,7 +30,6 @@ from shardscan.reader.sources import ShardRef
 
 # Parquet key/value metadata that pyarrow writes itself (a serialised schema): not user text.
 _GENERATED_METADATA_KEYS = {b"ARROW:schema"}
-METADATA_ROW = -1  # row index reported for file-level metadata cells
 _LOCAL_READS = {"pre_buffer": False, "buffer_size": 1 << 20}
 _BYTE_ARRAY_TYPES = {"BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"}
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 from shardscan.reader.cells import LeafCells, field_label
 from shardscan.reader.thrift_compact import NeedMore, Struct, ThriftError, read_struct
 
-METADATA_ROW = -1
+METADATA_ROW = -1  # row index reported for file-level cells: key/value metadata, statistics
 STATISTICS_COLUMN = "__statistics__"
 _MAGIC = b"PAR1"
 _FOOTER_TAIL = 8  # footer length (4 bytes, little-endian) and the magic
