@@ -482,3 +482,16 @@ def test_a_copy_of_column_metadata_after_the_pages_is_not_a_gap_unless_it_differ
     assert _issues(report) == [("train.parquet", None, f"integrity: the copy of the column metadata after the pages of "
                                                        f"row group 2 column {last} (bytes {start}-{end}) differs from "
                                                        "the footer's")]
+
+
+def test_nested_columns_with_the_same_name_are_counted_apart(tmp_path, ruleset, options):
+    """Two top-level list columns named alike (then every column is read): each is checked against
+    its own column chunks, no false alarm."""
+    kind = TRACE_SCHEMA.field("conversations").type
+    first = pa.array([[{"role": "user", "content": "a"}], [], None], type=kind)
+    second = pa.array([[{"role": "user", "content": "b"}, {"role": "tool", "content": "c"}], [None], []], type=kind)
+    table = pa.Table.from_arrays([first, second], names=["messages", "messages"])
+    path = tmp_path / "twins.parquet"
+    pq.write_table(table, path)
+    report = scan([str(path)], ruleset=ruleset, options=options)
+    assert report.issues == () and report.exit_code == 0

@@ -200,7 +200,7 @@ def iter_row_group_slices(
         return
     if rows >= num_rows:  # one slice: the plain row-group read
         table = _read_table(shard, parquet, index, columns, threads)
-        check.decoded(table.column_names, table.columns)
+        check.decoded(table.columns)
         yield batch_from_table(table, index, row_offset, parquet.schema_arrow)
         del table
         check.finish(num_rows)
@@ -218,7 +218,7 @@ def iter_row_group_slices(
             raise _unreadable(shard, parquet, index, exc) from None
         if batch is None:
             break
-        check.decoded(batch.schema.names, batch.columns)
+        check.decoded(batch.columns)
         yield batch_from_table(pa.Table.from_batches([batch]), index, row_offset + start, parquet.schema_arrow)
         start += batch.num_rows
         del batch  # drop the slice before the next one is decoded
@@ -240,13 +240,14 @@ class _RowGroupCheck:
     # only: a flat column's values are its rows, checked from the footer alone).
     expected: dict[int, list[int]]
     decoded_slots: dict[int, list[int]]
-    positions: dict[str, int]
+    # Schema position of each column read, in the order read (names can repeat: then every column is read).
+    positions: list[int]
     labels: dict[int, list[str]]
 
     @classmethod
     def start(cls, shard: ShardRef, parquet: pq.ParquetFile, index: int, columns: list[str] | None) -> _RowGroupCheck:
         """Check the footer's counts of the row group against each other; prepare the decoded counts."""
-        check = cls(shard, index, [], {}, {}, {}, {})
+        check = cls(shard, index, [], {}, {}, [], {})
         try:
             check._prepare(parquet, columns)
         except Exception as exc:
@@ -279,14 +280,13 @@ class _RowGroupCheck:
             self.expected[p] = [group.column(j).num_values for j in leaves]
             self.labels[p] = [column_label(group.column(j).path_in_schema.split("."), j) for j in leaves]
             self.decoded_slots[p] = [0] * len(leaves)
-        self.positions = {name: i for i, name in enumerate(parquet.schema_arrow.names)}
+        self.positions = list(selected)
 
-    def decoded(self, names: list[str], arrays: list[pa.Array | pa.ChunkedArray]) -> None:
-        """Count the values of a decoded slice, per leaf of each nested column."""
+    def decoded(self, arrays: list[pa.Array | pa.ChunkedArray]) -> None:
+        """Count the values of a decoded slice (its columns in the order read), per leaf of each nested column."""
         if not self.expected:
             return
-        for name, array in zip(names, arrays, strict=True):
-            position = self.positions.get(name)
+        for position, array in zip(self.positions, arrays, strict=True):
             if position in self.expected:
                 slots = leaf_slots(array)
                 self.decoded_slots[position] = [a + b for a, b in zip(self.decoded_slots[position], slots, strict=True)]
