@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pyarrow as pa
 from shardscan import executor
 from shardscan.allowlist import Allowlist
 from shardscan.cache import ResultCache, partition
+from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.errors import ConfigError
 from shardscan.model import ScanIssue, ShardResult
@@ -58,7 +60,9 @@ def scan(
 
     ``cache`` is a cache folder (or an open ResultCache): shards whose bytes, rules, options and
     shardscan version are unchanged are replayed from it instead of read (see shardscan.cache;
-    only local files are cached). The allowlist and policy are applied after the cache, so
+    only local files are cached; entries are sealed with a key kept outside the folder, and compiled
+    patterns are reused from its ``hyperscan/``; without ``cache`` no local state is read). The
+    allowlist and policy are applied after the cache, so
     changing them needs no re-reading. ``only`` keeps the discovered shards it returns True for
     (e.g. those changed since a commit). ``jobs`` worker processes scan (shard, row group) work
     items locally (``None``: all cores); the report is identical for any number of jobs.
@@ -79,6 +83,11 @@ def scan(
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
     options = options or ScanOptions()
+    if cache is not None and not options.reveal_secrets and options.pattern_cache is None:
+        # Compiled pattern databases live next to the results, sealed the same way; without a
+        # cache (``--no-cache``) they are compiled in memory and no file is read.
+        folder = cache.root if isinstance(cache, ResultCache) else Path(cache)
+        options = replace(options, pattern_cache=folder / PATTERN_CACHE_DIR)
     started = time.perf_counter()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -136,6 +145,11 @@ def _scan_with_cache(
         if on_shard:
             on_shard(result)
     fresh = (run or scan_shards)([shard for shard, _ in todo], scanner, on_shard)
+    fresh = [
+        replace(result, stats=replace(result.stats, cache_rejected=result.stats.cache_rejected + 1))
+        if result.shard in cache.rejected_shards else result
+        for result in fresh
+    ]
     for (shard, content), result in zip(todo, fresh, strict=True):
         if content is not None:
             cache.store(shard, content, result)

@@ -15,9 +15,11 @@ Decisions, written down:
   pointer) is read again next time, so a transient failure is retried and errors are always current.
 * A result whose verdicts a verifier decided by reading the clock (an expiry) is replayed only for
   the very same clock; other results are valid whatever the clock.
-* The cache is trusted local state: anyone who can write it can make a shard replay "clean". Keep it
-  out of version control (a ``.gitignore`` is written into it) and do not restore it from sources you
-  do not trust.
+* The cache folder is not trusted: every entry and the stat index are sealed with an HMAC under a key
+  kept outside the folder (see :mod:`shardscan.local_state` for the key and the threat model). An
+  entry whose seal does not verify (corrupted, written under another key, or copied to another
+  entry's name) is a miss, counted in ``CacheCounters.rejected`` and in the report's stats, and is
+  never replayed. Without a key (none can be read or created) nothing is cached.
 """
 
 from __future__ import annotations
@@ -27,21 +29,20 @@ import functools
 import hashlib
 import json
 import os
-import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from shardscan import __version__
-from shardscan.atomic import TEMP_SUFFIX
 from shardscan.engine import ScanOptions
+# (``default_cache_dir`` and ``atomic_write`` are also imported from here by callers.)
+from shardscan.local_state import atomic_write, cache_key, default_cache_dir, seal, unseal
 from shardscan.model import CellLocation, Finding, ScanStats, ShardResult, Status, Verdict
 from shardscan.reader import ShardRef
 from shardscan.ruleset import Ruleset
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 CACHE_DIR_NAME = ".shardscan-cache"
 # Options that change how fast a scan runs, never what it finds; everything else is in the key
 # (an option added later is in the key until someone decides it is neutral).
@@ -50,19 +51,8 @@ RESULT_NEUTRAL_OPTIONS = frozenset({"now", "jobs", "workers", "read_threads", "e
 # hashed: a write within the same timestamp tick as the hash could otherwise go unnoticed.
 _RACY_SECONDS = 2.0
 _HASH_CHUNK = 1 << 20
+_INDEX_LABEL = f"stat-index\0{CACHE_FORMAT}"
 
-
-def default_cache_dir() -> Path:
-    """``$SHARDSCAN_CACHE_DIR``, else the user cache directory of the platform."""
-    if env := os.environ.get("SHARDSCAN_CACHE_DIR"):
-        return Path(env)
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "shardscan"
 
 
 @functools.cache
@@ -107,6 +97,9 @@ class CacheCounters:
     misses: int = 0
     stored: int = 0
     uncacheable: int = 0
+    # Entries (and stat indexes) present but not replayed: their seal did not verify or their
+    # content did not parse. Each is also a miss.
+    rejected: int = 0
 
 
 @dataclass(slots=True)
@@ -116,24 +109,27 @@ class ResultCache:
     root: Path
     config: str
     clock: str
+    # The key that seals entries (kept outside ``root``); None: nothing is read or stored.
+    key: bytes | None = None
     counters: CacheCounters = field(default_factory=CacheCounters)
+    rejected_shards: set[str] = field(default_factory=set)
     _hashes: dict[str, tuple[tuple[int, int, int, int], str]] = field(default_factory=dict)
     _index: dict[str, list] | None = None
 
     @classmethod
     def open(cls, root: Path, ruleset: Ruleset, options: ScanOptions) -> ResultCache:
         """A cache in ``root`` (created on first store) for scans with this rule set and options."""
-        return cls(Path(root), config_digest(ruleset, options), options.now.isoformat())
+        return cls(Path(root), config_digest(ruleset, options), options.now.isoformat(), cache_key())
 
     # ---- lookup and store -----------------------------------------------------------------
 
     def lookup(self, shard: ShardRef) -> tuple[ShardResult | None, str | None]:
         """The replayed result for ``shard`` (or None) and its content hash (None: not cacheable)."""
-        content = self.content_hash(shard)
+        content = self.content_hash(shard) if self.key is not None else None
         if content is None:
             self.counters.uncacheable += 1
             return None, None
-        result = self._load(self._entry_path(content), shard.display)
+        result = self._load(content, shard.display)
         if result is None:
             self.counters.misses += 1
         else:
@@ -142,19 +138,19 @@ class ResultCache:
 
     def store(self, shard: ShardRef, content: str, result: ShardResult) -> bool:
         """Store a fresh, complete result; skip incomplete ones and shards that changed meanwhile."""
-        if not result.complete or result.stats.cached_shards:
+        if not result.complete or result.stats.cached_shards or self.key is None:
             return False
         if self._stat(shard.path) != self._hashes.get(shard.path, (None,))[0]:
             return False  # the file changed while it was scanned: the result may not match the hash
         try:
-            payload = json.dumps(_encode(result, self.clock), ensure_ascii=False, sort_keys=True)
+            payload = json.dumps(_encode(result, self.clock), ensure_ascii=False, sort_keys=True).encode("utf-8")
         except (TypeError, ValueError):
             return False  # a value the cache format cannot carry: scan it again next time
         path = self._entry_path(content)
         try:
             self._ensure_root()
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, payload)
+            atomic_write(path, seal(self.key, self._entry_label(content), payload))
         except OSError:
             return False  # a read-only or full cache never fails a scan
         self.counters.stored += 1
@@ -162,11 +158,12 @@ class ResultCache:
 
     def save_index(self) -> None:
         """Persist the stat → content-hash index (so unchanged files are not even re-hashed)."""
-        if self._index is None:
+        if self._index is None or self.key is None:
             return
         try:
             self._ensure_root()
-            atomic_write(self._index_path(), json.dumps(self._index, sort_keys=True))
+            payload = json.dumps(self._index, sort_keys=True).encode("utf-8")
+            atomic_write(self._index_path(), seal(self.key, _INDEX_LABEL, payload))
         except OSError:
             pass
 
@@ -215,14 +212,25 @@ class ResultCache:
 
     def _load_index(self) -> dict[str, list]:
         if self._index is None:
+            self._index = {}
             try:
-                data = json.loads(self._index_path().read_text(encoding="utf-8"))
-                valid = isinstance(data, dict) and all(
-                    isinstance(v, list) and len(v) == 6 and isinstance(v[4], str) for v in data.values()
-                )
-                self._index = data if valid else {}
-            except (OSError, ValueError):
-                self._index = {}
+                raw = self._index_path().read_bytes()
+            except OSError:
+                return self._index
+            # The index maps a file's stat to its content hash: a forged one would make a changed
+            # shard replay another shard's result, so it is sealed like the entries.
+            payload = unseal(self.key, _INDEX_LABEL, raw)
+            try:
+                data = json.loads(payload) if payload is not None else None
+            except ValueError:
+                data = None
+            valid = isinstance(data, dict) and all(
+                isinstance(v, list) and len(v) == 6 and isinstance(v[4], str) for v in data.values()
+            )
+            if valid:
+                self._index = data
+            else:
+                self.counters.rejected += 1
         return self._index
 
     # ---- layout ---------------------------------------------------------------------------
@@ -239,25 +247,28 @@ class ResultCache:
         if not ignore.exists():
             ignore.write_text("# written by shardscan: the cache must never be committed\n*\n", encoding="utf-8")
 
-    def _load(self, path: Path, display: str) -> ShardResult | None:
+    def _entry_label(self, content: str) -> str:
+        # The seal names the entry it belongs to: an entry copied under another shard's hash or
+        # another configuration's folder does not verify.
+        return f"result\0{CACHE_FORMAT}\0{self.config}\0{content}"
+
+    def _load(self, content: str, display: str) -> ShardResult | None:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return _decode(data, display, self.clock)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None  # absent or damaged (any shape of JSON): scan the shard
+            raw = self._entry_path(content).read_bytes()
+        except OSError:
+            return None  # absent: an ordinary miss
+        payload = unseal(self.key, self._entry_label(content), raw)
+        try:
+            if payload is not None and (result := _decode(json.loads(payload), display, self.clock)) is not None:
+                return result
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+        if payload is None or not _clock_mismatch(payload, self.clock):
+            # Damaged, forged or foreign (any shape of bytes): never replayed, scanned again.
+            self.counters.rejected += 1
+            self.rejected_shards.add(display)
+        return None
 
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file, so readers never see half of it."""
-    # The reserved suffix: a cache folder inside a scanned one never yields a half-written entry as data.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix + TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ---- entry format ----------------------------------------------------------------------------
@@ -286,6 +297,15 @@ def _encode(result: ShardResult, clock: str) -> dict:
         "stats": {name: getattr(result.stats, name) for name in _STATS_FIELDS},
         "findings": findings,
     }
+
+
+def _clock_mismatch(payload: bytes, clock: str) -> bool:
+    """Whether a verified entry was only left out because it holds verdicts of another clock."""
+    try:
+        data = json.loads(payload)
+        return data.get("format") == CACHE_FORMAT and data["clock"] is not None and data["clock"] != clock
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
 
 
 def _decode(data: dict, display: str, clock: str) -> ShardResult | None:

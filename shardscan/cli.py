@@ -134,7 +134,7 @@ MemoryOpt = Annotated[
     ),
 ]
 DEFAULT_MEMORY = format_size(DEFAULT_MEMORY_BUDGET)
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Read every shard; neither use nor update the result cache.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Trust no local state: read every shard, compile the patterns in memory; neither use nor update the cache.")]
 CacheDirOpt = Annotated[
     Path | None,
     typer.Option("--cache-dir", help="Result cache folder (default: $SHARDSCAN_CACHE_DIR or the user cache dir)."),

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +27,7 @@ from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
 from shardscan.reader.formats import open_shard
 from shardscan.reader.parquet import (
+    footer_integrity,
     iter_row_group_slices,
     metadata_leaves,
     row_group_offsets,
@@ -73,6 +75,9 @@ class ScanOptions:
     # it off when every requested core already runs a worker (``--jobs 1`` means one core), and
     # leaves it on when there are fewer work items than requested cores (does not change results).
     read_threads: bool = True
+    # Folder of sealed compiled pattern databases (Hyperscan) to reuse, or None to compile them in
+    # memory and read no file (the library default, and ``--no-cache``). Does not change results.
+    pattern_cache: Path | None = None
 
     def __post_init__(self) -> None:
         # A clock without a timezone is taken as UTC: expiry claims are UTC instants, and comparing
@@ -143,7 +148,8 @@ class Scanner:
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords
+            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords,
+            cache_dir=self.options.pattern_cache,
         )
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
@@ -152,6 +158,7 @@ class Scanner:
         self.gate = RuleGate.from_patterns(
             [relax(rule.pattern_source) for rule in self.rules],
             [relax(rule.pattern_source, open_ranges=True) for rule in self.rules],
+            cache_dir=self.options.pattern_cache,
         )
         self.gate.warm()
 
@@ -170,12 +177,24 @@ class Scanner:
     def scan_footer(
         self, shard: str, parquet: pq.ParquetFile, timer: _Timer | None = None
     ) -> tuple[list[Finding], list[ScanIssue], ScanStats]:
-        """Scan a shard's file-level key/value metadata (reported at row -1)."""
+        """Scan a shard's file-level key/value metadata and string statistics (reported at row -1),
+        and check that its footer accounts for every byte of the file (problems are issues)."""
+        checked = footer_integrity(shard, parquet)
+        issues = [ScanIssue(shard, "unreadable", f"integrity: {p.message}", p.row_group) for p in checked.problems]
+        statistics = checked.statistics
+        findings: list[Finding] = []
+        stats = ScanStats()
         meta = metadata_leaves(parquet)
-        if not meta:
-            return [], [], ScanStats()
-        batch = RowGroupBatch(index=-1, row_offset=0, num_rows=0, leaves=meta)
-        return self.scan_batch(batch, shard, timer)
+        if meta:
+            findings, more, stats = self.scan_batch(RowGroupBatch(-1, 0, 0, meta), shard, timer)
+            issues += more
+        if statistics:
+            # Statistics repeat values of data cells: they are scanned, but not counted as cells.
+            f, more, s = self.scan_batch(RowGroupBatch(-1, 0, 0, statistics), shard, timer)
+            findings += f
+            issues += more
+            stats += ScanStats(clock_findings=s.clock_findings)
+        return findings, issues, stats
 
     def for_workers(self, workers: int, *, read_threads: bool) -> Scanner:
         """This scanner for one of ``workers`` processes sharing the memory budget, reading with

@@ -35,7 +35,8 @@ from shardscan.filescan import FILE_SCANNERS
 from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
 from shardscan.reader import ShardRef
 from shardscan.reader.lfs import lfs_pointer_reason
-from shardscan.reader.parquet import metadata_leaves, open_parquet
+from shardscan.reader.parquet import open_parquet
+from shardscan.reader.parquet_integrity import STATISTICS_COLUMN
 from shardscan.verifiers import prepare_verifiers
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+STATISTICS_PREFIX = STATISTICS_COLUMN + "."
 FOOTER = -1  # row-group index of the work item that scans the file's key/value metadata
 STREAM = -2  # row-group index of the work item that scans a whole sequential shard (JSONL, Arrow IPC)
 
@@ -100,7 +102,6 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
         return ShardPlan(shard, (WorkItem(shard, STREAM),), seconds=time.perf_counter() - started)
     try:
         parquet = open_parquet(shard)
-        has_metadata = bool(metadata_leaves(parquet))
         count = parquet.metadata.num_row_groups
     except ShardReadError as err:
         return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", err.reason),
@@ -108,7 +109,9 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
     except Exception as exc:  # a footer that parses but cannot be walked
         issue = ScanIssue(shard.display, "unreadable", f"not a readable Parquet file ({describe_exception(exc)})")
         return ShardPlan(shard, issue=issue, seconds=time.perf_counter() - started)
-    items = ([WorkItem(shard, FOOTER)] if has_metadata else []) + [WorkItem(shard, i) for i in range(count)]
+    # The footer item always runs: besides key/value metadata it checks the file's layout and scans
+    # the column statistics.
+    items = [WorkItem(shard, FOOTER)] + [WorkItem(shard, i) for i in range(count)]
     return ShardPlan(shard, tuple(items), seconds=time.perf_counter() - started)
 
 
@@ -173,19 +176,35 @@ def assemble(plan: ShardPlan, results: Iterable[ItemResult]) -> ShardResult:
     issues: list[ScanIssue] = []
     stats = ScanStats(shards=1, seconds=plan.seconds)
     timings: dict[str, float] = {"read": plan.seconds}
+    results = list(results)
+    # A row group its own item could not read is reported once, by that item: the footer item's
+    # page checks of the same row group describe the same damage.
+    failed = {i.row_group for r in results if r.item.row_group != FOOTER for i in r.issues if i.row_group is not None}
     for result in results:
         findings += result.findings
-        issues += result.issues
+        issues += [i for i in result.issues if result.item.row_group != FOOTER or i.row_group not in failed]
         stats += result.stats
         for stage, seconds in result.timings:
             timings[stage] = timings.get(stage, 0.0) + seconds
     return ShardResult(
         plan.shard.display,
         stats,
-        tuple(sorted(findings, key=Finding.sort_key)),
+        tuple(sorted(_without_shadowed_statistics(findings), key=Finding.sort_key)),
         tuple(issues),
         tuple(sorted(timings.items())),
     )
+
+
+def _without_shadowed_statistics(findings: list[Finding]) -> list[Finding]:
+    """Drop findings in column statistics whose secret was also found in the shard's cells.
+
+    Statistics repeat cell values; a secret found in both is one secret, reported where it can be
+    fixed (its cell: rewriting the shard rewrites the statistics). A secret found only in the
+    statistics (its cell is gone, or was never read) stays reported there.
+    """
+    in_cells = {f.fingerprint for f in findings if not f.location.column.startswith(STATISTICS_PREFIX)}
+    return [f for f in findings
+            if not (f.location.column.startswith(STATISTICS_PREFIX) and f.fingerprint in in_cells)]
 
 
 # ---- running items -------------------------------------------------------------------------------

@@ -8,16 +8,20 @@ not installed (it ships for x86-64 and Apple silicon), or ``SHARDSCAN_MATCHER=re
 :func:`database` returns ``None`` and the prefilter uses RE2.
 
 Compiling the keyword patterns takes Hyperscan a few tenths of a second, more than a small scan,
-so a compiled database is kept in memory for the process (forked workers inherit it) and
-serialised in the user cache directory (``$SHARDSCAN_CACHE_DIR/hyperscan``), keyed by the
-patterns, the flags, the bindings' version and the machine. A cache file holds no scanned data,
-only the compiled keyword patterns; it is checked against its own digest before it is loaded, and
-any file that does not load is compiled again.
+so a compiled database is kept in memory for the process (forked workers inherit it) and, when
+the caller names a ``cache_dir`` (a scan with a result cache: ``<cache>/hyperscan``), serialised
+there, keyed by the patterns, the flags, the bindings' version and the machine. A cache file holds
+no scanned data, only the compiled keyword patterns. A database that matches nothing would make
+every scan pass, so a file is loaded only if its HMAC verifies under the cache key kept outside
+the cache folder (:mod:`shardscan.local_state`); any other file is compiled again. Without a
+``cache_dir`` (``--no-cache``) no file is read or written, and a database loaded from a file
+earlier in the process is not reused either.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import platform
 from collections.abc import Sequence
@@ -27,14 +31,21 @@ from typing import Any
 
 import numpy as np
 
+from shardscan.local_state import atomic_write, cache_key, seal, unseal
+
 try:
     import hyperscan
 except ImportError:  # no wheel for this platform: the prefilter uses RE2
     hyperscan = None
 
+log = logging.getLogger(__name__)
+
 MATCHER_ENV = "SHARDSCAN_MATCHER"
-_CACHE_FORMAT = b"shardscan-hyperscan-3\n"
-# Per process, by (expressions, flags, partial); ``None`` records a pattern set Hyperscan refused.
+PATTERN_CACHE_DIR = "hyperscan"  # the folder of compiled databases inside a cache folder
+_CACHE_FORMAT = b"shardscan-hyperscan-4\n"
+# Per process, by (expressions, flags, partial, ids, cache_dir); ``None`` records a pattern set
+# Hyperscan refused. The folder is part of the key, so a database read from a file is never
+# handed to a caller that asked for no local state (``cache_dir=None``).
 _DATABASES: dict[tuple, Compiled | None] = {}
 
 # Flags for patterns over text (rule gates): Unicode classes, each pattern reported once per scan.
@@ -64,23 +75,30 @@ class Compiled:
 
 
 def database(
-    expressions: Sequence[str], flags: int = 0, *, partial: bool = False, ids: Sequence[int] | None = None
+    expressions: Sequence[str],
+    flags: int = 0,
+    *,
+    partial: bool = False,
+    ids: Sequence[int] | None = None,
+    cache_dir: Path | None = None,
 ) -> Compiled | None:
     """The compiled block-mode database of ``expressions`` (each with ``flags``), or ``None``.
 
     A match reports its expression's id: ``ids[i]`` for ``expressions[i]`` (default: ``i``).
     ``None`` when Hyperscan is not enabled, or when it refuses a pattern and ``partial`` is false;
     the caller then uses RE2. With ``partial``, refused patterns are left out (see
-    :attr:`Compiled.ids`) and the caller runs them in RE2.
+    :attr:`Compiled.ids`) and the caller runs them in RE2. ``cache_dir`` is the folder of sealed
+    compiled databases to reuse and fill; ``None`` compiles in memory and touches no file.
     """
     if not enabled() or not expressions:
         return None
     ids = tuple(ids) if ids is not None else tuple(range(len(expressions)))
-    memo = (tuple(expressions), flags, partial, ids)
+    memo = (tuple(expressions), flags, partial, ids, cache_dir)
     if memo not in _DATABASES:
         key = _key(expressions, flags, partial, ids)
-        loaded = _load(key)
-        _DATABASES[memo] = loaded if loaded is not None else _compile(key, expressions, ids, flags, partial)
+        path = cache_dir / f"{key}.db" if cache_dir is not None else None
+        loaded = _load(path, key) if path is not None else None
+        _DATABASES[memo] = loaded if loaded is not None else _compile(path, key, expressions, ids, flags, partial)
     return _DATABASES[memo]
 
 
@@ -164,32 +182,35 @@ def _key(expressions: Sequence[str], flags: int, partial: bool, ids: Sequence[in
     return digest.hexdigest()
 
 
-def _cache_path(key: str) -> Path:
-    from shardscan.cache import default_cache_dir  # (the scan-result cache names the directory)
-
-    return default_cache_dir() / "hyperscan" / f"{key}.db"
-
-
 def _build(expressions: Sequence[str], ids: Sequence[int], flags: int) -> Any:
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=[e.encode("utf-8") for e in expressions], ids=list(ids), elements=len(ids), flags=flags)
     return db
 
 
-def _compile(key: str, expressions: Sequence[str], ids: Sequence[int], flags: int, partial: bool) -> Compiled | None:
+def _compile(
+    path: Path | None, key: str, expressions: Sequence[str], ids: Sequence[int], flags: int, partial: bool
+) -> Compiled | None:
     kept = list(range(len(expressions)))
-    if partial:
-        # Hyperscan does not say which pattern it refused, and refusing one can take it longer
-        # than compiling all the others: probe each on its own (once; the result is cached).
+    try:
+        # All at once first: with --no-cache this runs on every start, and probing each pattern
+        # on its own doubles the time when (as for the built-in rules) Hyperscan takes them all.
+        db = _build(expressions, ids, flags)
+    except hyperscan.error:
+        if not partial:
+            return None  # a pattern Hyperscan cannot compile: RE2 runs them all
+        # Hyperscan does not say which pattern it refused: probe each on its own (once per
+        # process, and once per cache folder when there is one).
         kept = [i for i in kept if _compiles(expressions[i], flags)]
         if not kept:
             return None
-    try:
-        db = _build([expressions[i] for i in kept], [ids[i] for i in kept], flags)
-    except hyperscan.error:
-        return None  # a pattern Hyperscan cannot compile: RE2 runs them all
+        try:
+            db = _build([expressions[i] for i in kept], [ids[i] for i in kept], flags)
+        except hyperscan.error:
+            return None
     included = tuple(ids[i] for i in kept)
-    _store(key, ",".join(map(str, included)).encode() + b"\n" + hyperscan.dumpb(db))
+    if path is not None:
+        _store(path, key, ",".join(map(str, included)).encode() + b"\n" + hyperscan.dumpb(db))
     return Compiled(db, included)
 
 
@@ -201,26 +222,32 @@ def _compiles(expression: str, flags: int) -> bool:
         return False
 
 
-def _store(key: str, payload: bytes) -> None:
-    """Write the compiled database atomically; a cache that cannot be written only costs time."""
-    from shardscan.cache import atomic_write
-
-    path = _cache_path(key)
+def _store(path: Path, key: str, payload: bytes) -> None:
+    """Write the sealed compiled database atomically; a cache that cannot be written (or no key) only costs time."""
+    secret = cache_key()
+    if secret is None:
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, _CACHE_FORMAT + hashlib.sha256(payload).digest() + payload)
+        atomic_write(path, seal(secret, _label(key), payload))
     except OSError:
         pass
 
 
-def _load(key: str) -> Compiled | None:
+def _label(key: str) -> str:
+    # The seal names the pattern set: a genuine database of other patterns, copied under this
+    # set's name, does not verify.
+    return f"hyperscan\0{_CACHE_FORMAT.decode()}\0{key}"
+
+
+def _load(path: Path, key: str) -> Compiled | None:
     try:
-        raw = _cache_path(key).read_bytes()
+        raw = path.read_bytes()
     except OSError:
         return None
-    header = len(_CACHE_FORMAT)
-    digest, payload = raw[header : header + 32], raw[header + 32 :]
-    if not raw.startswith(_CACHE_FORMAT) or hashlib.sha256(payload).digest() != digest:
+    payload = unseal(cache_key(), _label(key), raw)
+    if payload is None:
+        log.warning("%s: compiled pattern database not sealed with this cache key: compiled again", path)
         return None
     id_line, _, blob = payload.partition(b"\n")
     try:

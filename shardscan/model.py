@@ -164,6 +164,11 @@ class ScanStats:
     # Archive members left out by an exclusion glob (files left out are counted by discovery).
     excluded_members: int = 0
 
+
+    # Cache entries found for a shard but not replayed because their seal did not verify
+    # (corrupted, forged or written under another key); the shard was read afresh.
+    cache_rejected: int = 0
+
     def __add__(self, other: ScanStats) -> ScanStats:
         return ScanStats(
             shards=self.shards + other.shards,
@@ -176,6 +181,9 @@ class ScanStats:
             cached_shards=self.cached_shards + other.cached_shards,
             clock_findings=self.clock_findings + other.clock_findings,
             excluded_members=self.excluded_members + other.excluded_members,
+
+
+            cache_rejected=self.cache_rejected + other.cache_rejected,
         )
 
 

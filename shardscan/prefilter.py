@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -91,10 +92,13 @@ class Prefilter:
     pattern: str
     expressions: tuple[str, ...] = ()
     start_keywords: tuple[bytes, ...] = ()
+    # Where sealed compiled databases may be reused from (None: compiled in memory, no file read).
+    cache_dir: Path | None = None
 
     @classmethod
     def from_keywords(
-        cls, keywords: Iterable[str], extra_patterns: Iterable[str] = (), token_keywords: Iterable[str] = ()
+        cls, keywords: Iterable[str], extra_patterns: Iterable[str] = (), token_keywords: Iterable[str] = (),
+        *, cache_dir: Path | None = None,
     ) -> Prefilter:
         """Build the prefilter from plain keywords and extra RE2 patterns (e.g. encoded keyword forms).
 
@@ -106,15 +110,15 @@ class Prefilter:
         extras = sorted(set(extra_patterns))
         parts = plain + ([TOKEN_START + tokens] if tokens else []) + extras
         if not parts:
-            return cls(pattern="")
+            return cls(pattern="", cache_dir=cache_dir)
         expressions = tuple(plain + ([f"(?:{b}){tokens}" for b in _HYPERSCAN_BOUNDARIES] if tokens else []) + extras)
         if not all(_hyperscan_exact(e) for e in extras):
             expressions = ()
-        return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)))
+        return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)), cache_dir)
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
-        hyperscan_matcher.database(self.expressions)
+        hyperscan_matcher.database(self.expressions, cache_dir=self.cache_dir)
 
     def mask(self, values: pa.Array) -> np.ndarray:
         """Boolean mask of the cells of ``values`` that may hold a secret (nulls are False)."""
@@ -130,7 +134,7 @@ class Prefilter:
         if not self.pattern:
             return [np.zeros(len(a), dtype=bool) for a in arrays]
         targets = [values.dictionary if pa.types.is_dictionary(values.type) else values for values in arrays]
-        compiled = hyperscan_matcher.database(self.expressions)
+        compiled = hyperscan_matcher.database(self.expressions, cache_dir=self.cache_dir)
         if compiled is not None:
             # Strings and binaries of either offset width are scanned as they are; other types
             # (string views) as large strings, a copy.
@@ -284,9 +288,13 @@ class RuleGate:
     union: str
     gates: tuple[str | None, ...]
     wide: tuple[str | None, ...] = ()
+    # Where sealed compiled databases may be reused from (None: compiled in memory, no file read).
+    cache_dir: Path | None = None
 
     @classmethod
-    def from_patterns(cls, relaxed: Iterable[str | None], wide: Iterable[str | None] | None = None) -> RuleGate:
+    def from_patterns(
+        cls, relaxed: Iterable[str | None], wide: Iterable[str | None] | None = None, *, cache_dir: Path | None = None
+    ) -> RuleGate:
         """Build the gate from each rule's relaxed pattern (``None``: no gate), keeping only valid RE2.
 
         ``wide`` optionally gives, per rule, a looser superset of its relaxed pattern for Hyperscan.
@@ -298,8 +306,8 @@ class RuleGate:
         wide_forms = tuple(w if g is not None and w is not None else g for g, w in zip(gates, wide_forms))
         union = "|".join(f"(?:{p})" for p in gates if p is not None)
         if union and not _re2_compiles(union):
-            return cls("", tuple(None for _ in gates))
-        return cls(union, gates, wide_forms)
+            return cls("", tuple(None for _ in gates), cache_dir=cache_dir)
+        return cls(union, gates, wide_forms, cache_dir)
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
@@ -345,7 +353,8 @@ class RuleGate:
         wide = self.wide or self.gates
         eligible = {i: wide[i] for i in self._gated()}
         return hyperscan_matcher.database(
-            list(eligible.values()), hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=list(eligible)
+            list(eligible.values()), hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=list(eligible),
+            cache_dir=self.cache_dir,
         )
 
     def _rules_for_re2(self, array: pa.Array) -> list[tuple[int, ...]]:

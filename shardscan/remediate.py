@@ -29,6 +29,7 @@ from shardscan.model import Finding, Status, Verdict
 from shardscan.reader import METADATA_ROW, ShardRef
 from shardscan.reader.cells import field_label
 from shardscan.reader.parquet import row_group_offsets
+from shardscan.reader.parquet_integrity import STATISTICS_COLUMN
 
 DEFAULT_REPLACEMENT = "[REDACTED:{kind}:{fp}]"
 
@@ -257,6 +258,8 @@ def _redact_parquet(
     for (row, column), items in sorted(by_cell.items()):
         if row != METADATA_ROW:
             continue
+        if column.startswith(STATISTICS_COLUMN + "."):
+            continue  # the copy's statistics are computed from its (redacted) cells: the stale ones are gone
         key = column.removeprefix("__metadata__.").encode()
         if key not in metadata:
             raise RedactionError(f"{source.display}: metadata key of {column!r} not found")

@@ -180,6 +180,9 @@ def build_report(
         cached_shards=stats.cached_shards,
         clock_findings=stats.clock_findings,
         excluded_members=stats.excluded_members,
+
+
+        cache_rejected=stats.cache_rejected,
     )
     findings = tuple(sorted((f for r in results for f in r.findings), key=Finding.sort_key))
     issues = tuple(extra_issues) + tuple(i for r in results for i in r.issues)

@@ -60,6 +60,8 @@ def _private_result_cache(tmp_path_factory, monkeypatch):
     folder = tmp_path_factory.mktemp("shardscan-cache")
     (folder / "hyperscan").symlink_to(_session_matcher_cache(tmp_path_factory), target_is_directory=True)
     monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(folder))
+    # The key that seals cache files lives outside every cache folder, shared by the session.
+    monkeypatch.setenv("SHARDSCAN_CACHE_KEY_FILE", str(tmp_path_factory.getbasetemp() / "cache-key"))
 
 
 def _session_matcher_cache(tmp_path_factory) -> Path:

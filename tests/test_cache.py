@@ -32,6 +32,14 @@ def comparable(report) -> dict:
     return data
 
 
+def sealed_payload(path: Path) -> bytes:
+    """A cache file's content without its seal (magic line and 32-byte HMAC)."""
+    raw = path.read_bytes()
+    magic = b"shardscan-sealed-1\n"
+    assert raw.startswith(magic)
+    return raw[len(magic) + 32 :]
+
+
 @pytest.fixture
 def dataset(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """Three shards: clean, one GitHub token, one token in base64 inside a metadata-free row."""
@@ -61,10 +69,10 @@ def test_second_scan_reads_nothing_and_reports_the_same(dataset, tmp_path, rules
     assert second.decision == first.decision and second.exit_code == 1
     assert second.findings == first.findings
 
-    text = "".join(p.read_text() for p in cache.rglob("*") if p.is_file())
-    assert "sha256:" in text
+    text = b"".join(p.read_bytes() for p in cache.rglob("*") if p.is_file())
+    assert b"sha256:" in text
     for token in tokens.values():
-        assert token not in text
+        assert token.encode() not in text
 
 
 def test_a_changed_shard_is_read_again_and_the_others_are_not(dataset, tmp_path, ruleset, options):
@@ -212,7 +220,7 @@ def test_damaged_entries_are_misses(dataset, tmp_path, ruleset, options):
     cache = tmp_path / "cache"
     first = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
     for damage in ("{not json", "[]", '{"format": 1, "clock": null, "stats": 7, "findings": {}}', '"x"'):
-        for entry in (cache / "v1").rglob("*.json"):
+        for entry in (cache / "v2").rglob("*.json"):
             entry.write_text(damage)  # entries and the stat index alike
         report = scan([str(data)], ruleset=ruleset, options=options, cache=cache)
         assert report.stats.cached_shards == 0, damage
@@ -233,7 +241,7 @@ def test_stat_index_notices_in_place_rewrites(dataset, tmp_path, ruleset, option
         os.utime(shard, (old, old))
     cache = tmp_path / "cache"
     scan([str(data)], ruleset=ruleset, options=options, cache=cache)
-    index = json.loads((cache / "v1" / "stat-index.json").read_text())
+    index = json.loads(sealed_payload(cache / "v2" / "stat-index.json"))
     assert len(index) == 3 and all(entry[5] for entry in index.values())  # settled: trusted next time
 
     clean = data / "a.parquet"
@@ -268,7 +276,7 @@ def test_a_jwt_expiry_is_judged_at_the_clock_of_each_scan(tmp_path, ruleset, opt
     after = scan([str(data)], ruleset=ruleset, options=replace(options, now=cutoff + timedelta(days=1)), cache=cache)
     assert after.stats.cached_shards == 1  # clean.parquet only
     assert [f.verdict for f in after.findings] == [Verdict.EXPIRED]
-    assert token not in "".join(p.read_text() for p in cache.rglob("*.json"))
+    assert token.encode() not in b"".join(p.read_bytes() for p in cache.rglob("*.json"))
 
 
 def test_a_revealing_scan_neither_uses_nor_fills_the_cache(dataset, tmp_path, ruleset, options):

@@ -262,7 +262,7 @@ def test_hook_cache_follows_rule_edits_and_no_cache(tmp_path, token, monkeypatch
     assert [line.split()[1] for line in first[1:-1]] == ["a.parquet:0", "b.parquet:0"]
     assert "house-marker" in first[1]
     assert hook()[0].startswith("shardscan: 2 shard(s) (2 from cache), 2 rows")
-    assert (root / ".shardscan-cache" / "v1").is_dir()
+    assert (root / ".shardscan-cache" / "v2").is_dir()
     assert hook("--no-cache")[0].startswith("shardscan: 2 shard(s), 2 rows")
 
     rule.write_text(body.replace("'(?P<secret>house-marker)'", "'(?P<secret>house-marked)'"))

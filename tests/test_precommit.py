@@ -119,7 +119,7 @@ def test_commit_is_refused_or_accepted_by_the_hook(repo: Repo):
     assert "data/leak.parquet" not in repo.git("ls-tree", "-r", "--name-only", "HEAD").stdout
 
     # the cache lives at the repository root and never shows up as something to commit
-    assert (repo.root / ".shardscan-cache" / "v1").is_dir()
+    assert (repo.root / ".shardscan-cache" / "v2").is_dir()
     assert ".shardscan-cache" not in repo.git("status", "--porcelain", "--untracked-files=all").stdout
 
     # a reviewed allowlist.yaml at the repository root accepts the finding: the commit goes through,

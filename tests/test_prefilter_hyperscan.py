@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import random
 import sys
@@ -212,19 +213,22 @@ def test_compiled_databases_are_cached_on_disk_and_a_damaged_file_is_compiled_ag
         offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(values) + 1]
         return hyperscan_matcher.first_match_cells(compiled.db, offsets, memoryview(values.buffers()[2]))[0].tolist()
 
-    assert selected(hyperscan_matcher.database(expressions)) == [True, False, True]
-    (cached,) = (tmp_path / "hyperscan").iterdir()
+    folder = tmp_path / "hyperscan"
+    assert selected(hyperscan_matcher.database(expressions, cache_dir=folder)) == [True, False, True]
+    (cached,) = folder.iterdir()
     monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
     monkeypatch.setattr(hyperscan_matcher, "_compile", lambda *_: pytest.fail("compiled although cached"))
-    assert selected(hyperscan_matcher.database(expressions)) == [True, False, True]
+    assert selected(hyperscan_matcher.database(expressions, cache_dir=folder)) == [True, False, True]
 
+    key_file = os.environ["SHARDSCAN_CACHE_KEY_FILE"]
     monkeypatch.undo()
     monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("SHARDSCAN_CACHE_KEY_FILE", key_file)
     monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
     blob = bytearray(cached.read_bytes())
     blob[-1] ^= 0xFF
     cached.write_bytes(bytes(blob))
-    assert selected(hyperscan_matcher.database(expressions)) == [True, False, True]
+    assert selected(hyperscan_matcher.database(expressions, cache_dir=folder)) == [True, False, True]
     assert cached.read_bytes() != bytes(blob)  # rewritten
 
 
@@ -235,7 +239,7 @@ def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
     blocker.write_text("not a folder")
     monkeypatch.setenv("SHARDSCAN_CACHE_DIR", str(blocker))
     monkeypatch.setattr(hyperscan_matcher, "_DATABASES", {})
-    assert hyperscan_matcher.database(("gamma",)) is not None
+    assert hyperscan_matcher.database(("gamma",), cache_dir=blocker / "hyperscan") is not None
 
 
 def test_both_matchers_gate_the_same_rules_for_near_misses_of_every_example(monkeypatch):

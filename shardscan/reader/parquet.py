@@ -11,11 +11,25 @@ import pyarrow.parquet as pq
 
 from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
+from shardscan.reader.parquet_integrity import (
+    METADATA_ROW,
+    Footer,
+    FooterChecks,
+    IntegrityError,
+    Problem,
+    column_label,
+    crash_risks,
+    file_size,
+    footer_checks,
+    leaf_count,
+    leaf_slots,
+    read_footer,
+    reader_for,
+)
 from shardscan.reader.sources import ShardRef
 
 # Parquet key/value metadata that pyarrow writes itself (a serialised schema): not user text.
 _GENERATED_METADATA_KEYS = {b"ARROW:schema"}
-METADATA_ROW = -1  # row index reported for file-level metadata cells
 _LOCAL_READS = {"pre_buffer": False, "buffer_size": 1 << 20}
 _BYTE_ARRAY_TYPES = {"BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"}
 
@@ -30,8 +44,23 @@ class RowGroupBatch:
     leaves: tuple[LeafCells, ...]
 
 
-def open_parquet(shard: ShardRef) -> pq.ParquetFile:
-    """Open a shard's footer; raise ShardReadError naming the shard when it is not readable Parquet."""
+class ParquetShard(pq.ParquetFile):
+    """A ParquetFile that keeps the byte source it reads, so that the integrity checks read the
+    very bytes pyarrow decodes (the same handle, with positional reads), and the footer as we
+    parsed it (None when it does not parse: pyarrow's error is then the one reported)."""
+
+    def __init__(self, handle: object, footer: Footer | None, **options: object) -> None:
+        super().__init__(handle, **options)
+        self.handle = handle
+        self.footer = footer
+
+
+def open_parquet(shard: ShardRef) -> ParquetShard:
+    """Open a shard's footer; raise ShardReadError naming the shard when it is not readable Parquet.
+
+    Page checksums are verified where the writer stored them: a page whose bytes changed is an
+    unreadable row group, never decoded as if it were intact.
+    """
     try:
         handle = shard.open()
         # pyarrow only checks the footer's magic; a damaged head means the file is not what it
@@ -40,14 +69,27 @@ def open_parquet(shard: ShardRef) -> pq.ParquetFile:
         handle.seek(0)
         if head != b"PAR1":
             raise ShardReadError(shard.display, "not a readable Parquet file (bad magic bytes at the start)")
+        footer = _parse_footer(handle)
+        # pyarrow aborts the whole process (no exception) on some malformed column metadata: such
+        # a shard is refused here, before pyarrow builds any.
+        if footer is not None and (risks := crash_risks(footer.meta)):
+            raise ShardReadError(shard.display, f"not a readable Parquet file (malformed footer: {risks[0]})")
         # Locally, page-sized buffered reads instead of pre-buffering whole column chunks: memory
         # then follows the rows being decoded, not the row group (and reads are no slower). Remote
         # shards keep pre-buffering, which coalesces ranges into few requests.
-        return pq.ParquetFile(handle, **(_LOCAL_READS if shard.filesystem is None else {}))
+        return ParquetShard(handle, footer, page_checksum_verification=True,
+                            **(_LOCAL_READS if shard.filesystem is None else {}))
     except ShardReadError:
         raise
     except Exception as exc:  # pyarrow raises several types for bad files
         raise ShardReadError(shard.display, f"not a readable Parquet file ({describe_remote_error(exc)})") from None
+
+
+def _parse_footer(handle: object) -> Footer | None:
+    try:
+        return read_footer(reader_for(handle), file_size(handle))
+    except IntegrityError:
+        return None
 
 
 def row_group_offsets(parquet: pq.ParquetFile) -> list[int]:
@@ -63,19 +105,58 @@ def read_row_group(
     shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int, *, threads: bool = True
 ) -> RowGroupBatch:
     """Read and flatten one row group (columns decoded in parallel if ``threads``); raise
-    ShardReadError naming the row group on failure."""
+    ShardReadError naming the row group on failure. (No integrity checks: see
+    :func:`iter_row_group_slices`, which the engine reads through.)"""
     try:
         columns = string_columns(parquet)
         if columns is not None and not columns:  # nothing can hold text: only the row count is needed
             return RowGroupBatch(index, row_offset, parquet.metadata.row_group(index).num_rows, ())
-        table = parquet.read_row_group(index, columns=columns, use_threads=threads)
     except Exception as exc:
-        raise _unreadable(shard, index, exc) from None
-    return batch_from_table(table, index, row_offset, parquet.schema_arrow)
+        raise _unreadable(shard, parquet, index, exc) from None
+    return batch_from_table(_read_table(shard, parquet, index, columns, threads), index, row_offset,
+                            parquet.schema_arrow)
 
 
-def _unreadable(shard: ShardRef, index: int, exc: Exception) -> ShardReadError:
-    return ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index)
+def _read_table(shard: ShardRef, parquet: pq.ParquetFile, index: int, columns: list[str] | None,
+                threads: bool) -> pa.Table:
+    """One row group's ``columns`` (None: all) as a table."""
+    try:
+        return parquet.read_row_group(index, columns=columns, use_threads=threads)
+    except Exception as exc:
+        raise _unreadable(shard, parquet, index, exc) from None
+
+
+def _unreadable(shard: ShardRef, parquet: pq.ParquetFile, index: int, exc: Exception) -> ShardReadError:
+    reason = f"row group unreadable ({describe_remote_error(exc)})"
+    try:
+        failing = _failing_columns(parquet, index)
+    except Exception:  # naming the column is a courtesy: the row group is unreadable either way
+        failing = []
+    if failing:
+        reason = f"{reason} in column {', '.join(failing)}"
+    return ShardReadError(shard.display, reason, index)
+
+
+def _failing_columns(parquet: pq.ParquetFile, index: int) -> list[str]:
+    """The text-holding columns of a row group that fail to decode on their own (a page whose
+    checksum fails names no column), read a slice at a time so that memory stays bounded."""
+    columns = string_columns(parquet)
+    if not columns:
+        return []
+    rows = max(1, min(parquet.metadata.row_group(index).num_rows, 1024))
+    failing = []
+    for name in columns:
+        try:
+            for _ in parquet.iter_batches(batch_size=rows, row_groups=[index], columns=[name], use_threads=False):
+                pass
+        except Exception:
+            failing.append(name if field_label_safe(name) else f"#{parquet.schema_arrow.names.index(name)}")
+    return failing
+
+
+def field_label_safe(name: str) -> bool:
+    """Whether a column name may be printed as it is (not something that could be a secret)."""
+    return column_label([name], 0) == name
 
 
 def string_bytes(parquet: pq.ParquetFile, index: int) -> int:
@@ -102,36 +183,124 @@ def iter_row_group_slices(
     follows the slice, not the row group. Each batch carries the row group's ``index`` and its
     own ``row_offset`` (rows keep their shard-level numbers); ``threads`` lets pyarrow decode
     columns in parallel. Raises ShardReadError naming the row group when a slice cannot be read
-    (slices read before it have been yielded).
+    (slices read before it have been yielded), and after the last slice when the row group's pages
+    hold more (or fewer) values than were decoded (see :mod:`shardscan.reader.parquet_integrity`).
     """
     try:
         num_rows = parquet.metadata.row_group(index).num_rows
         per_row = string_bytes(parquet, index) / max(1, num_rows)
         columns = string_columns(parquet)
     except Exception as exc:
-        raise _unreadable(shard, index, exc) from None
+        raise _unreadable(shard, parquet, index, exc) from None
+    check = _RowGroupCheck.start(shard, parquet, index, columns)
     rows = max(1, min(num_rows, int(slice_bytes // per_row) if per_row else num_rows))
-    if rows >= num_rows or columns == []:  # one slice, or no text at all: the plain row-group read
-        yield read_row_group(shard, parquet, index, row_offset, threads=threads)
+    if columns == []:  # nothing can hold text: only the row count is needed
+        yield RowGroupBatch(index, row_offset, num_rows, ())
+        check.finish(num_rows)
+        return
+    if rows >= num_rows:  # one slice: the plain row-group read
+        table = _read_table(shard, parquet, index, columns, threads)
+        check.decoded(table.columns)
+        yield batch_from_table(table, index, row_offset, parquet.schema_arrow)
+        del table
+        check.finish(num_rows)
         return
     try:
         batches = parquet.iter_batches(batch_size=rows, row_groups=[index], columns=columns, use_pandas_metadata=False,
                                        use_threads=threads)
     except Exception as exc:
-        raise _unreadable(shard, index, exc) from None
+        raise _unreadable(shard, parquet, index, exc) from None
     start = 0
     while True:
         try:
             batch = next(batches, None)
         except Exception as exc:
-            raise _unreadable(shard, index, exc) from None
+            raise _unreadable(shard, parquet, index, exc) from None
         if batch is None:
             break
+        check.decoded(batch.columns)
         yield batch_from_table(pa.Table.from_batches([batch]), index, row_offset + start, parquet.schema_arrow)
         start += batch.num_rows
         del batch  # drop the slice before the next one is decoded
     if start != num_rows:
         raise ShardReadError(shard.display, f"row group unreadable (read {start} of {num_rows} rows)", index)
+    check.finish(num_rows)
+
+
+@dataclass(slots=True)
+class _RowGroupCheck:
+    """The integrity checks of one row group that need its decoded values: the footer's counts
+    against the rows and values pyarrow decoded (counted slice by slice). (The checks against the
+    pages, which need no decoding, run once per shard: :func:`footer_integrity`.)"""
+
+    shard: ShardRef
+    index: int
+    problems: list[str]
+    # Per top-level column position, the footer's num_values of each of its leaves (nested columns
+    # only: a flat column's values are its rows, checked from the footer alone).
+    expected: dict[int, list[int]]
+    decoded_slots: dict[int, list[int]]
+    # Schema position of each column read, in the order read (names can repeat: then every column is read).
+    positions: list[int]
+    labels: dict[int, list[str]]
+
+    @classmethod
+    def start(cls, shard: ShardRef, parquet: pq.ParquetFile, index: int, columns: list[str] | None) -> _RowGroupCheck:
+        """Check the footer's counts of the row group against each other; prepare the decoded counts."""
+        check = cls(shard, index, [], {}, {}, [], {})
+        try:
+            check._prepare(parquet, columns)
+        except Exception as exc:
+            raise ShardReadError(shard.display, f"row group unreadable ({describe_remote_error(exc)})", index) from None
+        return check
+
+    def _prepare(self, parquet: pq.ParquetFile, columns: list[str] | None) -> None:
+        group = parquet.metadata.row_group(self.index)
+        rows = group.num_rows
+        schema = parquet.metadata.schema
+        fields = list(parquet.schema_arrow)
+        spans, first = [], 0
+        for f in fields:
+            spans.append(range(first, first + leaf_count(f.type)))
+            first += spans[-1].stop - spans[-1].start
+        mapped = first == group.num_columns
+        selected = range(len(fields)) if columns is None else [parquet.schema_arrow.names.index(c) for c in columns]
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            if schema.column(j).max_repetition_level == 0 and chunk.num_values != rows:
+                label = column_label(chunk.path_in_schema.split("."), j)
+                self.problems.append(f"column {label}: {chunk.num_values} values for {rows} rows (the footer's num_rows "
+                                     "disagrees with its column chunk)")
+        if not mapped:
+            return  # the Arrow schema does not map onto the leaves one to one: the page checks stand alone
+        for p in selected:
+            leaves = list(spans[p])
+            if all(schema.column(j).max_repetition_level == 0 for j in leaves):
+                continue  # no lists: every leaf holds one value per row, checked above
+            self.expected[p] = [group.column(j).num_values for j in leaves]
+            self.labels[p] = [column_label(group.column(j).path_in_schema.split("."), j) for j in leaves]
+            self.decoded_slots[p] = [0] * len(leaves)
+        self.positions = list(selected)
+
+    def decoded(self, arrays: list[pa.Array | pa.ChunkedArray]) -> None:
+        """Count the values of a decoded slice (its columns in the order read), per leaf of each nested column."""
+        if not self.expected:
+            return
+        for position, array in zip(self.positions, arrays, strict=True):
+            if position in self.expected:
+                slots = leaf_slots(array)
+                self.decoded_slots[position] = [a + b for a, b in zip(self.decoded_slots[position], slots, strict=True)]
+
+    def finish(self, rows: int) -> None:
+        """Raise ShardReadError for the row group if any check failed."""
+        for position, expected in self.expected.items():
+            for label, want, got in zip(self.labels[position], expected, self.decoded_slots[position], strict=True):
+                if want != got:
+                    self.problems.append(f"column {label}: {got} values decoded from {rows} rows, the column chunk "
+                                         f"holds {want} (the footer's num_rows is lower than its pages hold)")
+        if self.problems:
+            shown = "; ".join(self.problems[:3]) + (f"; and {len(self.problems) - 3} more" if len(self.problems) > 3 else "")
+            raise ShardReadError(self.shard.display, f"integrity: {shown}", self.index)
 
 
 def string_columns(parquet: pq.ParquetFile) -> list[str] | None:
@@ -191,6 +360,26 @@ def metadata_leaves(parquet: pq.ParquetFile) -> tuple[LeafCells, ...]:
     return key_value_leaves(parquet.metadata.metadata)
 
 
+def footer_integrity(shard: str, parquet: pq.ParquetFile) -> FooterChecks:
+    """The footer of a shard, as the file holds it, checked against its bytes and pages, and its
+    string statistics as cells (see :func:`~shardscan.reader.parquet_integrity.footer_checks`).
+
+    Raises ShardReadError naming ``shard`` when the bytes cannot be read. A plain ParquetFile (not
+    opened by :func:`open_parquet`) has no byte source to check: nothing is found.
+    """
+    handle = getattr(parquet, "handle", None)
+    if handle is None:
+        return FooterChecks((), ())
+    try:
+        read = reader_for(handle)
+        footer = getattr(parquet, "footer", None) or read_footer(read, file_size(handle))
+        return footer_checks(read, footer)
+    except IntegrityError as err:
+        return FooterChecks((Problem(str(err)),), ())
+    except Exception as exc:
+        raise ShardReadError(shard, f"footer unreadable ({describe_remote_error(exc)})") from None
+
+
 def schema_metadata_leaves(schema: pa.Schema) -> tuple[LeafCells, ...]:
     """An Arrow schema's key/value metadata (Arrow IPC files, in-memory tables) as cells, like Parquet's."""
     return key_value_leaves(schema.metadata)
@@ -217,10 +406,18 @@ def iter_row_groups(shard: ShardRef) -> Iterator[RowGroupBatch | ShardReadError]
     """
     parquet = open_parquet(shard)
     for index, offset in enumerate(row_group_offsets(parquet)):
-        try:
-            yield read_row_group(shard, parquet, index, offset)
-        except ShardReadError as err:
-            yield err
+        yield from _checked_row_group(shard, parquet, index, offset)
+
+
+def _checked_row_group(
+    shard: ShardRef, parquet: pq.ParquetFile, index: int, offset: int
+) -> Iterator[RowGroupBatch | ShardReadError]:
+    """A whole row group as one batch, with the integrity checks; a failure is yielded (after the
+    batch, when the rows were read)."""
+    try:
+        yield from iter_row_group_slices(shard, parquet, index, offset, 1 << 62)
+    except ShardReadError as err:
+        yield err
 
 
 class ParquetReader:
@@ -238,7 +435,4 @@ class ParquetReader:
     def batches(self) -> Iterator[RowGroupBatch | ShardReadError]:
         """Every row group in order; an unreadable one is yielded as its error."""
         for index in range(len(self._offsets)):
-            try:
-                yield read_row_group(self.shard, self.parquet, index, self._offsets[index])
-            except ShardReadError as err:
-                yield err
+            yield from _checked_row_group(self.shard, self.parquet, index, self._offsets[index])

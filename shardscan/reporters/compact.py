@@ -18,6 +18,8 @@ def render(report: Report, _options: object = None) -> str:
     """Plain text, no colour, one line per item: short enough for a commit hook's output."""
     s = report.stats
     cached = f" ({s.cached_shards} from cache)" if s.cached_shards else ""
+    if s.cache_rejected:
+        cached += f" ({s.cache_rejected} cache entr{'y' if s.cache_rejected == 1 else 'ies'} rejected: not replayed)"
     lines = [
         f"shardscan: {s.shards} shard(s){cached}, {s.rows:,} rows, {s.cells:,} string cells; "
         f"findings: {len(report.findings)}, blocking: {len(report.blocking)}, errors: {len(report.issues)}"
