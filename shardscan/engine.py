@@ -143,7 +143,9 @@ class Scanner:
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords
+            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords,
+            # (Encoded runs that hide encoded text: a keyword nested deeper than one encoding.)
+            self.keywords.nested if decoding and self.options.decode.max_depth > 1 else (),
         )
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules

@@ -42,6 +42,7 @@ __all__ = [
     "OffsetMap",
     "View",
     "encoded_keyword_patterns",
+    "nested_patterns",
     "views",
 ]
 
@@ -81,6 +82,9 @@ NEAR_AFTER = 2048
 EXCERPT_BEFORE = 512
 EXCERPT_AFTER = 16 * 1024
 MAX_EXCERPTS = 64
+# Printable bytes after a keyword in a binary blob at the depth limit that make it worth decoding
+# further: random bytes have 16 of them in a row about once in ten million occurrences.
+TOKEN_TAIL_BYTES = 16
 # Inputs longer than this are searched with RE2 (C++); shorter ones with Python's re.
 RE2_ABOVE = 64 * 1024
 # A name a base64 value is assigned to (see KeywordSet.label_before): at most this many characters
@@ -142,6 +146,10 @@ class KeywordSet:
     encoded: tuple[str, ...] = ()
     # The keywords that name a secret rather than start it (``Ruleset.context_keywords``).
     context: tuple[str, ...] = ()
+    # RE2 patterns of encoded runs that hide encoded text, whatever the keywords (:func:`nested_patterns`):
+    # the prefilter selects them and a decoded view holding one is kept, so a keyword encoded up
+    # to the decoding depth in any mix of encodings is reached.
+    nested: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -152,10 +160,11 @@ class KeywordSet:
         plain = tuple(dict.fromkeys(k for k in keywords if k))
         literals = sorted({_re2_literal(k) for k in plain})
         encoded = tuple(encoded_keyword_patterns(plain, token_keywords, context_keywords))
-        parts = literals + sorted(set(encoded))
+        nested = tuple(nested_patterns()) if plain else ()
+        parts = literals + sorted(set(encoded)) + list(nested)
         context = tuple(k for k in dict.fromkeys(context_keywords) if k)
         return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain), encoded,
-                   context)
+                   context, nested)
 
     def label_before(self, text: str, start: int) -> str:
         """The name a value at ``start`` is assigned to, when it is a context keyword (else "").
@@ -180,6 +189,12 @@ class KeywordSet:
             return _re2_search(self.plain_pattern, data)
         # One search for all keywords, in C, rather than one per keyword.
         return bool(self.plain_bytes) and _bytes_alternation(self.plain_bytes).search(data) is not None
+
+    def token_in_binary(self, data: bytes) -> bool:
+        """True when a plain keyword in a binary blob is followed by token-like text (printable ASCII)."""
+        if not self.plain_bytes or not self.in_binary(data):
+            return False
+        return _bytes_alternation(self.plain_bytes, TOKEN_TAIL_BYTES).search(data) is not None
 
     def binary_excerpts(self, data: bytes) -> str | None:
         """Text around each plain keyword in a binary blob (None when there is none)."""
@@ -241,9 +256,10 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=8)
-def _bytes_alternation(needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    """One compiled search for any of ``needles`` (literal bytes)."""
-    return re.compile(b"|".join(re.escape(needle) for needle in needles))
+def _bytes_alternation(needles: tuple[bytes, ...], tail: int = 0) -> re.Pattern[bytes]:
+    """One compiled search for any of ``needles`` (literal bytes), followed by ``tail`` printable ASCII bytes."""
+    pattern = b"(?:" + b"|".join(re.escape(needle) for needle in needles) + b")"
+    return re.compile(pattern + (b"[\x20-\x7e]{%d}" % tail if tail else b""))
 
 
 def _re2_search(pattern: str, value: str | bytes) -> bool:
@@ -335,8 +351,10 @@ def views(
                 if child_text is None:
                     continue
                 if depth >= limits.max_depth:
-                    hit("depth", f"decoding: depth limit ({limits.max_depth}) reached with encoded text left")
-                    break
+                    if _needs_deeper(decoder, decoded, keywords):
+                        hit("depth", f"decoding: depth limit ({limits.max_depth}) reached with encoded text left")
+                        break
+                    continue
                 if len(child_text) > budget.chars:
                     hit("bytes", f"decoding: byte budget ({limits.max_bytes} characters per cell) exhausted")
                     continue
@@ -354,6 +372,22 @@ def views(
                 )
                 yield child
                 queue.append(child)
+
+
+def _needs_deeper(decoder: Decoder, decoded: Decoded, keywords: KeywordSet | None) -> bool:
+    """Whether a decoding one level beyond the depth limit could reveal a secret (a limit hit).
+
+    A run that decodes to text holding a keyword, plain or encoded, or another encoded run of
+    text (:func:`nested_patterns`) does. Text that is merely base64-like (a random password, an
+    id) does not, nor does a blob of bytes unless a plain keyword in it is followed by token
+    characters: random binary data and images never make a scan incomplete. An escape decoder's
+    view was already judged by where its changes lie.
+    """
+    if keywords is None or decoder.text_transform:
+        return True
+    if decoded.data is not None:
+        return keywords.token_in_binary(decoded.data)
+    return keywords.matches(decoded.text)
 
 
 def _may_pay(decoder: Decoder, text: str, occurrences: list[tuple[int, int]]) -> bool:
@@ -408,6 +442,16 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
             return text
     # Or when it revealed an encoded keyword form that was itself escaped.
     return text if keywords.matches(text) and not keywords.matches(parent.text) else None
+
+
+def nested_patterns() -> list[str]:
+    """RE2 patterns, from every decoder, of encoded runs whose decoding is itself encoded text.
+
+    A keyword encoded twice or more, or encoded once after an escape changed it (base64 of
+    ``ghp\\u005f``), shows no keyword form in the raw text; these runs are decoded regardless of
+    keywords. They are keyword-free, so they do not grow with the rules.
+    """
+    return list(dict.fromkeys(form for decoder in DECODERS.values() for form in decoder.nested_forms()))
 
 
 def encoded_keyword_patterns(

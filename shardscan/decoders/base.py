@@ -104,6 +104,9 @@ class Decoder:
     # written with escapes); otherwise the decoder is not run.
     trigger: str | tuple[str, ...] = ""
     reveal: re.Pattern[str] | None = None
+    # RE2 patterns for this encoding wrapped around encoded text (whatever the keywords): runs that
+    # must be decoded to see whether a deeper layer hides a keyword (see ``shardscan.decoders.nested_patterns``).
+    nested_forms: Callable[[], list[str]] = field(default=lambda: [])
 
 
 def substitute(
