@@ -64,6 +64,8 @@ FINDINGS_BUDGET_SHARE = 8
 # In a cell over its cap, the candidates that pass their rule's own structural check (a checksum)
 # are fully verified up to this many times the cap; the rest are reported as unverified (blocking).
 VERIFY_FACTOR = 4
+# Distinct values whose structural check is memoised per cell (see ``_Verifications``).
+STRUCTURE_MEMO = 4096
 # Messages of issues of kind "truncated" start so (``scan_text`` reports them with its limits).
 TRUNCATED_PREFIX = "findings: "
 
@@ -165,9 +167,14 @@ class Scanner:
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords,
-            # (Encoded runs that hide encoded text: a keyword nested deeper than one encoding.)
-            self.keywords.nested if decoding and self.options.decode.max_depth > 1 else (),
+            ruleset.keywords,
+            # (With the forms of keywords nested deeper than one encoding, up to one level beyond
+            # the decoding depth: a keyword nested beyond it must select its cell, to be reported
+            # as a limit hit instead of passing unseen.)
+            self.keywords.encoded + tuple(decoders.deep_keyword_patterns(
+                ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1
+            )) if decoding else (),
+            ruleset.token_keywords,
         )
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
@@ -606,9 +613,14 @@ class _Verifications:
     def fails_structure(self, cand: Candidate, rule: Rule) -> bool:
         """Whether the rule's own first verifier with an opinion calls the candidate invalid."""
         key = (rule.id, cand.secret, cand.groups)
-        if key not in self._structure:
-            self._structure[key] = self._check_structure(cand, rule)
-        return self._structure[key]
+        known = self._structure.get(key)
+        if known is None:
+            known = self._check_structure(cand, rule)
+            # A flood of distinct look-alikes would make the memo as big as the flood; a checksum
+            # is cheaper to compute again than to keep.
+            if len(self._structure) < STRUCTURE_MEMO:
+                self._structure[key] = known
+        return known
 
     def _check_structure(self, cand: Candidate, rule: Rule) -> bool:
         reads: list[bool] = []

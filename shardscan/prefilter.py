@@ -31,16 +31,6 @@ def _re2_literal(keyword: str) -> str:
 TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|%25[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt]|\[[0-9;?]*[A-Za-z@]"
 TOKEN_START = r"(?:^|" + TOKEN_BOUNDARY + ")"
 
-# Where an encoded run that hides encoded text (``KeywordSet.nested``) must start to select a cell:
-# after a delimiter (a quote, a space, ``=``, ``:``, a bracket, a real or escaped line break) or at
-# the start of the cell. Runs start there in practice (a JSON string, ``echo <run> | base64 -d``,
-# a YAML value, ``KEY=<run>``), and anchoring keeps the cost down: these shapes have no literal
-# for Hyperscan to search for, and unanchored they made the prefilter about four times slower on
-# the benchmark corpus; anchored, about twice (see docs/decoding-depth.md).
-RUN_BOUNDARY = r"[\t\n\r \"'`(),:;<=>\[\]{|}]|\\[nrt]"
-# Bytes of a cell's start compared with the run shapes (longer than any shape).
-RUN_START_BYTES = 64
-
 
 def _hyperscan_exact(pattern: str) -> bool:
     """Whether Hyperscan, scanning a whole data buffer bytewise, matches what RE2 matches cell by cell.
@@ -93,39 +83,26 @@ class Prefilter:
     pattern: str
     expressions: tuple[str, ...] = ()
     start_keywords: tuple[bytes, ...] = ()
-    # RE2 alternation of the run shapes (``run_shapes`` of :meth:`from_keywords`), anchored at a
-    # cell's start: with Hyperscan, a cell's first bytes are matched against it separately.
-    start_runs: str = ""
 
     @classmethod
     def from_keywords(
-        cls,
-        keywords: Iterable[str],
-        extra_patterns: Iterable[str] = (),
-        token_keywords: Iterable[str] = (),
-        run_shapes: Iterable[str] = (),
+        cls, keywords: Iterable[str], extra_patterns: Iterable[str] = (), token_keywords: Iterable[str] = ()
     ) -> Prefilter:
         """Build the prefilter from plain keywords and extra RE2 patterns (e.g. encoded keyword forms).
 
-        Keywords in ``token_keywords`` only count where they start a token (:data:`TOKEN_START`);
-        ``run_shapes`` (RE2 patterns of encoded runs, whatever the keywords) only where they start
-        a run (:data:`RUN_BOUNDARY`).
+        Keywords in ``token_keywords`` only count where they start a token (:data:`TOKEN_START`).
         """
         anchored = {k for k in token_keywords if k}
         plain = sorted({_re2_literal(k) for k in keywords if k and k not in anchored})
         tokens = "(?:" + "|".join(sorted(_re2_literal(k) for k in anchored)) + ")" if anchored else ""
         extras = sorted(set(extra_patterns))
-        shapes = "|".join(f"(?:{p})" for p in dict.fromkeys(run_shapes))
         parts = plain + ([TOKEN_START + tokens] if tokens else []) + extras
-        parts += [f"(?:^|{RUN_BOUNDARY})(?:{shapes})"] if shapes else []
         if not parts:
             return cls(pattern="")
-        expressions = tuple(plain + ([f"(?:{TOKEN_BOUNDARY}){tokens}"] if tokens else []) + extras
-                            + ([f"(?:{RUN_BOUNDARY})(?:{shapes})"] if shapes else []))
-        if not all(_hyperscan_exact(e) for e in extras + list(run_shapes)):
+        expressions = tuple(plain + ([f"(?:{TOKEN_BOUNDARY}){tokens}"] if tokens else []) + extras)
+        if not all(_hyperscan_exact(e) for e in extras):
             expressions = ()
-        return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)),
-                   f"^(?:{shapes})" if shapes else "")
+        return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)))
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
@@ -152,8 +129,6 @@ class Prefilter:
             targets = [t if value_offsets(t) is not None else _widen(t) for t in targets]
             flat = [self._match(t, compiled) for t in targets]
             for hits, starts in zip(flat, self._token_starts(targets), strict=True):
-                hits |= starts
-            for hits, starts in zip(flat, self._run_starts(targets), strict=True):
                 hits |= starts
         else:
             flat = self._masks_re2([_widen(t) for t in targets])
@@ -238,40 +213,6 @@ class Prefilter:
                 for offset, byte in enumerate(keyword):
                     same &= raw[begins[fits] + offset] == byte
                 hit[fits[same]] = True
-            if values.null_count:  # a null slot's bytes are not a cell's text
-                hit &= compute.is_valid(values).to_numpy(zero_copy_only=False)[cells]
-            mask[cells[hit]] = True
-        return out
-
-
-    def _run_starts(self, targets: list[pa.Array]) -> list[np.ndarray]:
-        """Masks of the cells of string or binary arrays that begin with a run shape (``start_runs``).
-
-        The first :data:`RUN_START_BYTES` bytes of each cell are gathered in numpy into one small
-        binary array, which RE2 matches against the anchored shapes.
-        """
-        out = [np.zeros(len(t), dtype=bool) for t in targets]
-        if not self.start_runs:
-            return out
-        for values, mask in zip(targets, out, strict=True):
-            offsets = value_offsets(values)
-            data = values.buffers()[2] if offsets is not None and len(values) else None
-            if data is None:
-                continue
-            raw = np.frombuffer(data, dtype=np.uint8)
-            starts = offsets[:-1].astype(np.int64)
-            lengths = np.minimum((offsets[1:] - offsets[:-1]).astype(np.int64), RUN_START_BYTES)
-            cells = np.flatnonzero(lengths >= 16)
-            if not len(cells):
-                continue
-            sizes = lengths[cells]
-            heads = np.zeros(len(cells) + 1, dtype=np.int64)
-            np.cumsum(sizes, out=heads[1:])
-            positions = np.repeat(starts[cells] - heads[:-1], sizes) + np.arange(int(heads[-1]), dtype=np.int64)
-            prefixes = pa.Array.from_buffers(
-                pa.large_binary(), len(cells), [None, pa.py_buffer(heads), pa.py_buffer(raw[positions].tobytes())]
-            )
-            hit = _re2(prefixes, self.start_runs)
             if values.null_count:  # a null slot's bytes are not a cell's text
                 hit &= compute.is_valid(values).to_numpy(zero_copy_only=False)[cells]
             mask[cells[hit]] = True

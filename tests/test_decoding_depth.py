@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import random
+import string
 import subprocess
 import sys
 import urllib.parse
@@ -182,17 +182,37 @@ def test_random_binary_images_and_base64_like_text_never_hit_the_depth_limit():
     assert (report.findings, report.issues) == ((), ())
 
 
-def test_the_nested_run_shape_needs_text_under_the_base64():
-    """Base64 of text at a run start selects a cell; base64 of random bytes does not (4 MB of it)."""
-    prefilter = Prefilter.from_keywords(["zzqqzz"], run_shapes=nested_patterns())
-    text_run = b64("just some text, long enough to be a nested run")
+@pytest.mark.parametrize("keyword", ["ghp_", "AKIA", "hf_", "sk-ant-api", "eyJ", "-----BEGIN"])
+@pytest.mark.parametrize("times", [2, 3, 4])
+def test_deep_forms_select_a_keyword_nested_at_every_alignment(keyword, times):
+    """The prefilter selects a keyword base64-encoded 2 to depth + 1 times, at each byte offset of each level."""
+    prefilter = Scanner(RULESET, ScanOptions(now=FIXED_NOW)).prefilter
+    rng = random.Random(f"{keyword}{times}")
+    cells = []
+    for lead in ("", "a", "ab", "abc", "x: ", "token="):
+        run = lead + keyword + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(24))
+        for level in range(times):
+            encode = base64.urlsafe_b64encode if (level + len(lead)) % 2 else base64.b64encode
+            run = encode(run.encode()).decode()
+        cells.append('{"blob": "' + run + '"}')
+    assert prefilter.mask(pa.array(cells)).tolist() == [True] * len(cells)
+
+
+def test_deep_forms_select_no_more_random_base64_than_the_first_level():
+    """4 MB of random base64 (what a screenshot or an archive looks like): the deep forms add no cell."""
+    scanner = Scanner(RULESET, ScanOptions(now=FIXED_NOW))
+    first_level = Prefilter.from_keywords(RULESET.keywords, scanner.keywords.encoded, RULESET.token_keywords)
     rng = random.Random(9)
-    cells = [text_run, f'"{text_run}"', f"x{text_run}", base64.b64encode(os.urandom(0) + rng.randbytes(3 * 2**20)).decode(),
-             '{"a": "' + base64.b64encode(rng.randbytes(2**20)).decode() + '"}']
-    assert prefilter.mask(pa.array(cells)).tolist() == [True, True, False, False, False]
-    assert KeywordSet.build(["zzqqzz"]).matches(text_run)
+    cells = pa.array(['{"data": "' + base64.b64encode(rng.randbytes(30_000)).decode() + '"}' for _ in range(100)])
+    assert scanner.prefilter.mask(cells).tolist() == first_level.mask(cells).tolist()
 
 
-def test_depth_two_or_more_enables_the_nested_run_shapes():
-    assert not Scanner(RULESET, ScanOptions(decode=DecodeLimits(max_depth=1))).prefilter.start_runs
-    assert Scanner(RULESET, ScanOptions(decode=DecodeLimits(max_depth=2))).prefilter.start_runs
+def test_deep_forms_follow_the_decoding_depth():
+    """One level beyond the depth and no more: depth 1 adds the forms of two levels, depth 0 none."""
+    def deep(depth: int) -> set[str]:
+        return set(Scanner(RULESET, ScanOptions(decode=DecodeLimits(max_depth=depth))).prefilter.pattern.split("|"))
+
+    assert deep(0) < deep(1) < deep(2) < deep(3)
+    twice = b64(b64("ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"))
+    assert KeywordSet.build(["ghp_"]).matches(twice)  # a decoded view of it is kept: it holds base64 of text
+    assert nested_patterns()

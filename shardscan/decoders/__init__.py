@@ -41,6 +41,7 @@ __all__ = [
     "KeywordSet",
     "OffsetMap",
     "View",
+    "deep_keyword_patterns",
     "encoded_keyword_patterns",
     "nested_patterns",
     "views",
@@ -452,6 +453,84 @@ def nested_patterns() -> list[str]:
     keywords. They are keyword-free, so they do not grow with the rules.
     """
     return list(dict.fromkeys(form for decoder in DECODERS.values() for form in decoder.nested_forms()))
+
+
+def deep_keyword_patterns(
+    keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = (),
+    depth: int = 3,
+) -> list[str]:
+    """RE2 patterns (for the prefilter) of keywords nested deeper than one encoding, up to ``depth`` decodings.
+
+    From every decoder that re-encodes whole runs: its forms of a keyword encoded 2 to ``depth``
+    times, and of a keyword written with one escaped punctuation character (``ghp\\u005f``,
+    ``sk%2Dant``) encoded once (base64 of an escaped tool call, of a percent-encoded URL).
+    Context keywords get none, as for the first level.
+    """
+    in_runs = [k for k in dict.fromkeys(keywords) if k and k not in context_keywords]
+    if depth < 2 or not in_runs:
+        return []
+    escaped = [pattern for keyword in in_runs for pattern in _escaped_byte_patterns(keyword)]
+    return list(dict.fromkeys(
+        form for decoder in DECODERS.values() for form in decoder.deep_keyword_forms(in_runs, token_keywords, escaped, depth)
+    ))
+
+
+def _escaped_byte_patterns(keyword: str) -> list[list[set[int]]]:
+    """Byte patterns of ``keyword``'s first escapable punctuation character escaped by each decoder
+    (``ghp\\u005[fF]``), with the alphanumeric run beside it (as :func:`_escaped_punctuation`)."""
+    out: list[list[set[int]]] = []
+    for i, char in enumerate(keyword):
+        if char.isalnum():
+            continue
+        left = i
+        while left > 0 and keyword[left - 1].isalnum():
+            left -= 1
+        right = i + 1
+        while right < len(keyword) and keyword[right].isalnum():
+            right += 1
+        for form in (f for decoder in DECODERS.values() for f in decoder.char_forms(char)):
+            escape = _literal_pattern(form)
+            if escape is None:
+                continue
+            if left < i:
+                out.append([{b} for b in keyword[left:i].encode()] + escape)
+            elif right > i + 1:
+                out.append(escape + [{b} for b in keyword[i + 1 : right].encode()])
+        break
+    return out
+
+
+def _literal_pattern(regex: str) -> list[set[int]] | None:
+    """A char form (``\\u005[fF]``, ``&#0{0,6}95;``) as bytes per position, in its shortest spelling.
+
+    Understands literals, backslash escapes, classes of literal characters and ``{0,n}`` (taken as
+    none); anything else gives None.
+    """
+    out: list[set[int]] = []
+    i = 0
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\" and i + 1 < len(regex):
+            out.append({ord(regex[i + 1])})
+            i += 2
+        elif char == "[":
+            end = regex.find("]", i)
+            if end < 0:
+                return None
+            out.append({ord(c) for c in regex[i + 1 : end].replace("\\", "")})
+            i = end + 1
+        elif char == "{":
+            end = regex.find("}", i)
+            if end < 0 or not regex[i + 1 : end].startswith("0,") or not out:
+                return None
+            out.pop()  # the repeated item, zero times
+            i = end + 1
+        elif char.isalnum() or char in "%&#;:_-":
+            out.append({ord(char)})
+            i += 1
+        else:
+            return None
+    return out if all(b < 0x80 for p in out for b in p) else None
 
 
 def encoded_keyword_patterns(
