@@ -466,12 +466,19 @@ def deep_keyword_patterns(
     ``sk%2Dant``) encoded once (base64 of an escaped tool call, of a percent-encoded URL).
     Context keywords get none, as for the first level.
     """
-    in_runs = [k for k in dict.fromkeys(keywords) if k and k not in context_keywords]
+    in_runs = tuple(k for k in dict.fromkeys(keywords) if k and k not in context_keywords)
     if depth < 2 or not in_runs:
         return []
-    escaped = [pattern for keyword in in_runs for pattern in _escaped_byte_patterns(keyword)]
-    return list(dict.fromkeys(
-        form for decoder in DECODERS.values() for form in decoder.deep_keyword_forms(in_runs, token_keywords, escaped, depth)
+    return list(_deep_keyword_patterns(in_runs, frozenset(token_keywords), depth))
+
+
+@lru_cache(maxsize=4)
+def _deep_keyword_patterns(keywords: tuple[str, ...], token_keywords: frozenset[str], depth: int) -> tuple[str, ...]:
+    # Cached: deriving the levels takes tens of milliseconds, and a command may build more than
+    # one scanner for the same rules (the allowlist's secret check, the scan).
+    escaped = [pattern for keyword in keywords for pattern in _escaped_byte_patterns(keyword)]
+    return tuple(dict.fromkeys(
+        form for decoder in DECODERS.values() for form in decoder.deep_keyword_forms(keywords, token_keywords, escaped, depth)
     ))
 
 

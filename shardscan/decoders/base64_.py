@@ -391,10 +391,11 @@ def _alignments(pattern: list[set[int]]) -> list[list[set[int]] | None]:
     base64url writes them ``-`` and ``_``).
     """
     out: list[list[set[int]] | None] = []
+    frozen = [frozenset(p) for p in pattern]
     for align in range(3):
         total = align + len(pattern)
         total += -total % 3
-        known: list[set[int] | None] = [None] * align + list(pattern) + [None] * (total - align - len(pattern))
+        known: list[frozenset[int] | None] = [None] * align + frozen + [None] * (total - align - len(pattern))
         chars: list[set[int] | None] = []
         for q in range(0, total, 3):
             group = known[q : q + 3]
@@ -404,15 +405,7 @@ def _alignments(pattern: list[set[int]]) -> list[list[set[int]] | None]:
                 if all(group[i] is None for i in range(first, last + 1)):
                     chars.append(None)
                     continue
-                # The character's bits are an OR of each byte's own bits (shifted into place), so
-                # the possible values combine the distinct contributions of each byte.
-                shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
-                values = {0}
-                for i in range(first, last + 1):
-                    options = group[i]
-                    bits = _bits(frozenset(options) if options is not None else None, 8 * (last - i), shift)
-                    values = {v | b for v in values for b in bits}
-                chars.append(values)
+                chars.append(set(_char_values(tuple(group[first : last + 1]), c)))
         while chars and (chars[0] is None or not _fixed(chars[0])):
             chars.pop(0)
         while chars and (chars[-1] is None or len(chars[-1]) == 64):
@@ -420,6 +413,20 @@ def _alignments(pattern: list[set[int]]) -> list[list[set[int]] | None]:
         selective = None not in chars and sum(1 for values in chars if _fixed(values)) >= 3  # type: ignore[arg-type]
         out.append(chars if selective else None)  # type: ignore[arg-type]
     return out
+
+
+@lru_cache(maxsize=8192)
+def _char_values(options: tuple[frozenset[int] | None, ...], c: int) -> frozenset[int]:
+    """The possible 6-bit values of character ``c`` of a quantum whose bytes under it may be ``options``."""
+    first, last = (6 * c) // 8, (6 * c + 5) // 8
+    # The character's bits are an OR of each byte's own bits (shifted into place), so the
+    # possible values combine the distinct contributions of each byte.
+    shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
+    values = {0}
+    for i, byte_options in enumerate(options):
+        bits = _bits(byte_options, 8 * (last - first - i), shift)
+        values = {v | b for v in values for b in bits}
+    return frozenset(values)
 
 
 @lru_cache(maxsize=4096)
