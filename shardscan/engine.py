@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan import arrow_compute as compute
-from shardscan import decoders
+from shardscan import decoders, hyperscan_matcher
 from shardscan.decoders import DecodeLimits
 from shardscan.decoders.shell_prompt import NAME as SHELL_PROMPT
 from shardscan.decoders.terminal_wrap import NAME as TERMINAL_WRAP
@@ -167,14 +167,13 @@ class Scanner:
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords,
-            # (With the forms of keywords nested deeper than one encoding, up to one level beyond
-            # the decoding depth: a keyword nested beyond it must select its cell, to be reported
-            # as a limit hit instead of passing unseen.)
-            self.keywords.encoded + tuple(decoders.deep_keyword_patterns(
+            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords,
+            # The forms of keywords nested deeper than one encoding, up to one level beyond the
+            # decoding depth: a keyword nested beyond it must select its cell, to be reported as a
+            # limit hit instead of passing unseen.
+            decoders.deep_keyword_patterns(
                 ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1
-            )) if decoding else (),
-            ruleset.token_keywords,
+            ) if decoding and hyperscan_matcher.enabled() else (),
         )
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules

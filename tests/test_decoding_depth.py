@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from shardscan import hyperscan_matcher
 from shardscan.api import scan_table
 from shardscan.decoders import DecodeLimits, KeywordSet, nested_patterns
 from shardscan.engine import ScanOptions, Scanner
@@ -26,6 +27,8 @@ from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
 
 RULESET = load_ruleset()
 COLUMN = "conversations[1].content"
+# The deep keyword forms run in Hyperscan only (RE2 cannot hold them; see Prefilter.from_keywords).
+needs_hyperscan = pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="deep keyword forms need Hyperscan")
 
 
 def b64(text: str) -> str:
@@ -45,6 +48,7 @@ def found(cell: str, depth: int = 3) -> list[tuple[str, int, int, int, str, tupl
             for f in report.findings]
 
 
+@needs_hyperscan
 @pytest.mark.parametrize("times", [2, 3])
 @pytest.mark.parametrize("prefix", ["", "echo ", '{"data": "', "data:\\n  token: "])
 def test_token_base64_encoded_several_times_is_found_at_the_outer_run(times, prefix):
@@ -58,6 +62,7 @@ def test_token_base64_encoded_several_times_is_found_at_the_outer_run(times, pre
     ]
 
 
+@needs_hyperscan
 def test_nested_base64_in_the_url_alphabet_and_wrapped_is_found():
     secret = token("url")
     inner = base64.urlsafe_b64encode(("GITHUB_TOKEN=" + secret + "\n").encode()).decode()
@@ -69,6 +74,7 @@ def test_nested_base64_in_the_url_alphabet_and_wrapped_is_found():
     assert end == len(cell.rstrip("\n"))
 
 
+@needs_hyperscan
 def test_base64_of_a_json_escaped_keyword_is_found():
     """The keyword is escaped (``ghp\\u005f``) before base64: no keyword form shows in the raw cell."""
     secret = token("json")
@@ -80,6 +86,7 @@ def test_base64_of_a_json_escaped_keyword_is_found():
     assert found(cell) == [("github-pat", 0, start, start + len(run), COLUMN, ("base64", "json-string"), "valid")]
 
 
+@needs_hyperscan
 def test_base64_of_a_percent_encoded_token_is_found():
     secret = token("pct")
     run = b64("https://x.test/cb?token=" + urllib.parse.quote(secret, safe="").replace("_", "%5F"))
@@ -87,6 +94,7 @@ def test_base64_of_a_percent_encoded_token_is_found():
     assert found(cell) == [("github-pat", 0, 6, 6 + len(run), COLUMN, ("base64", "percent"), "valid")]
 
 
+@needs_hyperscan
 def test_percent_encoding_of_nested_base64_is_found():
     """A redirect state: base64 of base64 of JSON holding the token, percent-encoded into a URL (``%3D``)."""
     secret = token("state")
@@ -100,6 +108,7 @@ def test_percent_encoding_of_nested_base64_is_found():
     assert start == f_start < f_end <= start + len(quoted)
 
 
+@needs_hyperscan
 def test_token_base64_encoded_three_times_inside_a_mix_is_found():
     """percent( base64( json-escaped( base64( token ) ) ) ): four decodings, depth 4."""
     secret = token("mix")
@@ -120,6 +129,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           cwd=Path(__file__).resolve().parent.parent)
 
 
+@needs_hyperscan
 def test_token_encoded_beyond_the_depth_is_a_limit_hit_naming_the_cell(tmp_path):
     secret = token("deep")
     run = secret
@@ -182,6 +192,7 @@ def test_random_binary_images_and_base64_like_text_never_hit_the_depth_limit():
     assert (report.findings, report.issues) == ((), ())
 
 
+@needs_hyperscan
 @pytest.mark.parametrize("keyword", ["ghp_", "AKIA", "hf_", "sk-ant-api", "eyJ", "-----BEGIN"])
 @pytest.mark.parametrize("times", [2, 3, 4])
 def test_deep_forms_select_a_keyword_nested_at_every_alignment(keyword, times):
@@ -207,12 +218,20 @@ def test_deep_forms_select_no_more_random_base64_than_the_first_level():
     assert scanner.prefilter.mask(cells).tolist() == first_level.mask(cells).tolist()
 
 
+@needs_hyperscan
 def test_deep_forms_follow_the_decoding_depth():
     """One level beyond the depth and no more: depth 1 adds the forms of two levels, depth 0 none."""
     def deep(depth: int) -> set[str]:
-        return set(Scanner(RULESET, ScanOptions(decode=DecodeLimits(max_depth=depth))).prefilter.pattern.split("|"))
+        return set(Scanner(RULESET, ScanOptions(decode=DecodeLimits(max_depth=depth))).prefilter.expressions)
 
     assert deep(0) < deep(1) < deep(2) < deep(3)
     twice = b64(b64("ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"))
     assert KeywordSet.build(["ghp_"]).matches(twice)  # a decoded view of it is kept: it holds base64 of text
     assert nested_patterns()
+
+
+def test_the_re2_fallback_leaves_the_deep_forms_out(monkeypatch):
+    monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
+    with_re2 = Scanner(RULESET, ScanOptions()).prefilter
+    first_level = Prefilter.from_keywords(RULESET.keywords, Scanner(RULESET).keywords.encoded, RULESET.token_keywords)
+    assert with_re2.pattern == first_level.pattern
