@@ -61,6 +61,8 @@ DEFAULT_MAX_FINDINGS_PER_SHARD = 10000
 # whatever --max-findings-per-shard says (see ``Scanner.shard_finding_cap``).
 MEMORY_PER_FINDING = 4096
 FINDINGS_BUDGET_SHARE = 8
+# (A budget sized for a test's few rows still lists this many findings: about 4 MB.)
+MIN_FINDINGS_BY_MEMORY = 1000
 # In a cell over its cap, the candidates that pass their rule's own structural check (a checksum)
 # are fully verified up to this many times the cap; the rest are reported as unverified (blocking).
 VERIFY_FACTOR = 4
@@ -219,7 +221,7 @@ class Scanner:
 
     def shard_finding_cap(self) -> int:
         """Findings listed one by one per shard: ``max_findings_per_shard``, within the memory budget."""
-        by_memory = self.options.memory_budget // (MEMORY_PER_FINDING * FINDINGS_BUDGET_SHARE)
+        by_memory = max(MIN_FINDINGS_BY_MEMORY, self.options.memory_budget // (MEMORY_PER_FINDING * FINDINGS_BUDGET_SHARE))
         return max(1, min(self.options.max_findings_per_shard, by_memory))
 
     def cell_finding_cap(self) -> int:

@@ -157,5 +157,5 @@ def test_the_memory_budget_bounds_the_findings_kept():
     small = Scanner(RULESET, ScanOptions(memory_budget=64 * 1024**2))
     assert small.shard_finding_cap() == 64 * 1024**2 // (engine.MEMORY_PER_FINDING * engine.FINDINGS_BUDGET_SHARE) == 2048
     assert small.cell_finding_cap() == 1000
-    assert Scanner(RULESET, ScanOptions(memory_budget=16 * 1024**2)).cell_finding_cap() == 512
+    assert Scanner(RULESET, ScanOptions(memory_budget=16 * 1024**2)).shard_finding_cap() == engine.MIN_FINDINGS_BY_MEMORY
     assert Scanner(RULESET).shard_finding_cap() == engine.DEFAULT_MAX_FINDINGS_PER_SHARD

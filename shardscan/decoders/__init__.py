@@ -148,8 +148,9 @@ class KeywordSet:
     # The keywords that name a secret rather than start it (``Ruleset.context_keywords``).
     context: tuple[str, ...] = ()
     # RE2 patterns of encoded runs that hide encoded text, whatever the keywords (:func:`nested_patterns`):
-    # the prefilter selects them and a decoded view holding one is kept, so a keyword encoded up
-    # to the decoding depth in any mix of encodings is reached.
+    # a decoded view holding one is kept (``matches``), so a chain of encodings is followed to the
+    # depth, and at the depth limit one is a limit hit. (The prefilter selects such cells by the
+    # deep keyword forms, :func:`deep_keyword_patterns`.)
     nested: tuple[str, ...] = ()
 
     @classmethod
@@ -448,9 +449,8 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
 def nested_patterns() -> list[str]:
     """RE2 patterns, from every decoder, of encoded runs whose decoding is itself encoded text.
 
-    A keyword encoded twice or more, or encoded once after an escape changed it (base64 of
-    ``ghp\\u005f``), shows no keyword form in the raw text; these runs are decoded regardless of
-    keywords. They are keyword-free, so they do not grow with the rules.
+    A decoded view holding one is kept and decoded again, whatever keywords it shows (base64 of
+    base64 shows none until decoded twice). They are keyword-free, so they do not grow with the rules.
     """
     return list(dict.fromkeys(form for decoder in DECODERS.values() for form in decoder.nested_forms()))
 

@@ -513,8 +513,9 @@ def _merge_fast(
 # Nested encodings (base64 of base64, of percent- or JSON-escaped text, ...) show no keyword form
 # until decoded. What they share is that the outer base64 encodes text: printable ASCII, whose bytes
 # fix some bits of every base64 character (a byte of 0x20-0x7E has its top bit clear and is not a
-# control character). A run of this many quanta whose every character is possible for such bytes
-# selects a cell whatever its keywords. Random bytes (images, archives) give such a run with a
+# control character). A decoded view holding a run of this many quanta whose every character is
+# possible for such bytes is decoded again, and at the depth limit such a run is a limit hit.
+# Random bytes (images, archives) give such a run with a
 # probability of about 0.07 ** NESTED_QUANTA (6e-10) per position; 24 bytes of text are shorter
 # than any credential base64-encoded once more.
 NESTED_QUANTA = 8
