@@ -34,7 +34,12 @@ try:
     from shardscan.atomic import MISSING_FOLDER, CheckedStream, write_stream
     from shardscan.cache import CACHE_DIR_NAME
     from shardscan.decoders import DecodeLimits
-    from shardscan.engine import DEFAULT_MEMORY_BUDGET, ScanOptions
+    from shardscan.engine import (
+        DEFAULT_MAX_FINDINGS_PER_CELL,
+        DEFAULT_MAX_FINDINGS_PER_SHARD,
+        DEFAULT_MEMORY_BUDGET,
+        ScanOptions,
+    )
     from shardscan.errors import ConfigError, OutputError
     from shardscan.policy import EXIT_USAGE, Policy
     from shardscan.report import Report
@@ -134,6 +139,21 @@ MemoryOpt = Annotated[
     ),
 ]
 DEFAULT_MEMORY = format_size(DEFAULT_MEMORY_BUDGET)
+CellFindingsOpt = Annotated[
+    int,
+    typer.Option("--max-findings-per-cell", help="Findings listed one by one per cell; beyond, findings of one rule "
+                  "and verdict are aggregated into one with a count (exit 3 unless --allow-truncated-findings)."),
+]
+ShardFindingsOpt = Annotated[
+    int,
+    typer.Option("--max-findings-per-shard", help="Findings listed one by one per shard (also bounded by "
+                  "--memory-budget); beyond, aggregated per rule, verdict and column (exit 3 unless --allow-truncated-findings)."),
+]
+AllowTruncatedOpt = Annotated[
+    bool,
+    typer.Option("--allow-truncated-findings", help="Findings aggregated over a cap do not make the exit code 3 "
+                 "(blocking ones still block)."),
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Trust no local state: read every shard, compile the patterns in memory; neither use nor update the cache.")]
 CacheDirOpt = Annotated[
     Path | None,
@@ -192,6 +212,13 @@ def _memory_budget(value: str) -> int:
     if budget < 1024**2:
         raise _fail("--memory-budget must be at least 1MB")
     return budget
+
+
+def _finding_caps(per_cell: int, per_shard: int) -> dict[str, int]:
+    """--max-findings-per-cell and --max-findings-per-shard, checked, as ScanOptions fields."""
+    if per_cell < 1 or per_shard < 1:
+        raise _fail("--max-findings-per-cell and --max-findings-per-shard must be >= 1")
+    return {"max_findings_per_cell": per_cell, "max_findings_per_shard": per_shard}
 
 
 def _load_rules(rules: list[Path], disable: list[str]) -> Ruleset:
@@ -416,6 +443,9 @@ def scan(
     ray_address: RayAddressOpt = None,
     mkdir: MkdirOpt = False,
     exclude: ExcludeOpt = [],  # noqa: B006
+    max_findings_per_cell: CellFindingsOpt = DEFAULT_MAX_FINDINGS_PER_CELL,
+    max_findings_per_shard: ShardFindingsOpt = DEFAULT_MAX_FINDINGS_PER_SHARD,
+    allow_truncated_findings: AllowTruncatedOpt = False,
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan).
 
@@ -446,9 +476,11 @@ def scan(
         decode=DecodeLimits(max_depth=max_decode_depth, max_bytes=max_decode_bytes),
         reveal_secrets=show_secrets,
         memory_budget=_memory_budget(memory_budget),
+        **_finding_caps(max_findings_per_cell, max_findings_per_shard),
     )
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
-    policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
+    policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale,
+                    allow_truncated_findings=allow_truncated_findings)
     only = _changed_filter(changed_since)
     if ray_address is not None and engine != "ray":
         raise _fail("--ray-address needs --engine ray")
@@ -544,13 +576,18 @@ def gate(
     jobs: JobsOpt = None,
     memory_budget: MemoryOpt = DEFAULT_MEMORY,
     exclude: ExcludeOpt = [],  # noqa: B006
+    max_findings_per_cell: CellFindingsOpt = DEFAULT_MAX_FINDINGS_PER_CELL,
+    max_findings_per_shard: ShardFindingsOpt = DEFAULT_MAX_FINDINGS_PER_SHARD,
+    allow_truncated_findings: AllowTruncatedOpt = False,
 ) -> None:
     """Publish gate: scan, write JSON, SARIF and HTML reports into --report-dir, exit with the gate's code."""
     jobs = _jobs(jobs)
     ruleset = _load_rules(rules, disable)
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
-    options = ScanOptions(now=_parse_now(now), memory_budget=_memory_budget(memory_budget))
-    policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale)
+    options = ScanOptions(now=_parse_now(now), memory_budget=_memory_budget(memory_budget),
+                          **_finding_caps(max_findings_per_cell, max_findings_per_shard))
+    policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale,
+                    allow_truncated_findings=allow_truncated_findings)
     report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), None, jobs,
                        exclude)
     written: list[Path] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -15,13 +16,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan import arrow_compute as compute
-from shardscan import decoders
+from shardscan import decoders, hyperscan_matcher
 from shardscan.decoders import DecodeLimits
 from shardscan.decoders.shell_prompt import NAME as SHELL_PROMPT
 from shardscan.decoders.terminal_wrap import NAME as TERMINAL_WRAP
 from shardscan.detect import RegexTimeout, detect
 from shardscan.errors import ShardReadError, describe_exception
-from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
+from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult, Verdict, Verification
 from shardscan.prefilter import Prefilter, RuleGate, value_offsets
 from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
@@ -38,7 +39,7 @@ from shardscan.redaction import context_snippet, fingerprint, preview, span_reac
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
 from shardscan.sizes import format_size
-from shardscan.verifiers import VerifyContext, verify_candidate
+from shardscan.verifiers import ALWAYS_FIRST, VERIFIERS, VerifyContext, verify_candidate
 
 
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3
@@ -50,6 +51,27 @@ MEMORY_PER_STRING_BYTE = 6
 # Slices larger than this buy no speed (per-slice costs are milliseconds) and only cost memory:
 # with 16 MiB slices a worker scanning 100 MB row groups peaks at about 350 MiB.
 MAX_SLICE_BYTES = 16 * 1024 * 1024
+# Findings listed one by one per cell and per shard (``--max-findings-per-cell``/``-shard``).
+# Beyond, findings of one shape are aggregated into one finding with a count and the scan reports
+# a "truncated" issue. A real cell holds a handful of secrets and a real shard a few hundred
+# findings; a flood of look-alikes (a hostile cell of a million ``ghp_…``) would otherwise cost a
+# finding object, a context snippet and a report entry each (4.8 GB and 239 s for a million).
+DEFAULT_MAX_FINDINGS_PER_CELL = 1000
+DEFAULT_MAX_FINDINGS_PER_SHARD = 10000
+# Memory a listed finding takes, with its share of the rendered reports (a JSON entry is about
+# 800 bytes): findings may take at most 1/FINDINGS_BUDGET_SHARE of --memory-budget per shard,
+# whatever --max-findings-per-shard says (see ``Scanner.shard_finding_cap``).
+MEMORY_PER_FINDING = 4096
+FINDINGS_BUDGET_SHARE = 8
+# (A budget sized for a test's few rows still lists this many findings: about 4 MB.)
+MIN_FINDINGS_BY_MEMORY = 1000
+# In a cell over its cap, the candidates that pass their rule's own structural check (a checksum)
+# are fully verified up to this many times the cap; the rest are reported as unverified (blocking).
+VERIFY_FACTOR = 4
+# Distinct values whose structural check is memoised per cell (see ``_Verifications``).
+STRUCTURE_MEMO = 4096
+# Messages of issues of kind "truncated" start so (``scan_text`` reports them with its limits).
+TRUNCATED_PREFIX = "findings: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +100,9 @@ class ScanOptions:
     # Folder of sealed compiled pattern databases (Hyperscan) to reuse, or None to compile them in
     # memory and read no file (the library default, and ``--no-cache``). Does not change results.
     pattern_cache: Path | None = None
+    # Caps on findings listed one by one (see DEFAULT_MAX_FINDINGS_PER_CELL).
+    max_findings_per_cell: int = DEFAULT_MAX_FINDINGS_PER_CELL
+    max_findings_per_shard: int = DEFAULT_MAX_FINDINGS_PER_SHARD
 
     def __post_init__(self) -> None:
         # A clock without a timezone is taken as UTC: expiry claims are UTC instants, and comparing
@@ -103,6 +128,7 @@ class CellFinding:
     context: str
     clock: bool = False  # the verdict was decided by reading the scan clock
     revealed: str | None = field(default=None, repr=False, compare=False)
+    count: int = 1  # findings of one shape aggregated into this one (see ``Finding.count``)
 
 
 class _WatchedContext(VerifyContext):
@@ -149,6 +175,12 @@ class Scanner:
         decoding = self.options.decode.max_depth > 0
         self.prefilter = Prefilter.from_keywords(
             ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords,
+            # The forms of keywords nested deeper than one encoding, up to one level beyond the
+            # decoding depth: a keyword nested beyond it must select its cell, to be reported as a
+            # limit hit instead of passing unseen.
+            decoders.deep_keyword_patterns(
+                ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1
+            ) if decoding and hyperscan_matcher.enabled() else (),
             cache_dir=self.options.pattern_cache,
         )
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
@@ -205,6 +237,15 @@ class Scanner:
         clone = copy.copy(self)
         clone.options = replace(self.options, workers=workers, read_threads=read_threads)
         return clone
+
+    def shard_finding_cap(self) -> int:
+        """Findings listed one by one per shard: ``max_findings_per_shard``, within the memory budget."""
+        by_memory = max(MIN_FINDINGS_BY_MEMORY, self.options.memory_budget // (MEMORY_PER_FINDING * FINDINGS_BUDGET_SHARE))
+        return max(1, min(self.options.max_findings_per_shard, by_memory))
+
+    def cell_finding_cap(self) -> int:
+        """Findings listed one by one per cell (never more than per shard)."""
+        return max(1, min(self.options.max_findings_per_cell, self.shard_finding_cap()))
 
     def slice_bytes(self) -> int:
         """String bytes read at once from a row group: this worker's share of the budget, bounded."""
@@ -327,6 +368,8 @@ class Scanner:
             issues += i
             stats += s
         stats = replace(stats, seconds=time.perf_counter() - started)
+        findings, truncated = cap_shard_findings(findings, self.shard_finding_cap(), shard)
+        issues += truncated
         return ShardResult(shard, stats, tuple(sorted(findings, key=Finding.sort_key)), tuple(issues))
 
     # ---- one row group ------------------------------------------------------------------
@@ -375,8 +418,9 @@ class Scanner:
                 cell_findings, limits = [], [f"internal error while scanning ({describe_exception(exc)})"]
             for location in locations:
                 for message in limits:
+                    kind = "truncated" if message.startswith(TRUNCATED_PREFIX) else "limit"
                     issues.append(
-                        ScanIssue(location.shard, "limit", message, batch.index if batch.index >= 0 else None,
+                        ScanIssue(location.shard, kind, message, batch.index if batch.index >= 0 else None,
                                   location.row, location.column)
                     )
                 findings.extend(_attach(cf, location) for cf in cell_findings)
@@ -437,31 +481,223 @@ class Scanner:
         kept = _deduplicate(raw, self.ruleset, text)
         spans = sorted((s, e, preview(c.secret)) for c, s, e in kept)
         reach = span_reach(spans)
-        out: list[CellFinding] = []
-        for cand, start, end in kept:
+        verifications = _Verifications(self.options.now, text)
+        cap = self.cell_finding_cap()
+        listed = kept if len(kept) <= cap else self._listed_over_cap(kept, cap, verifications)
+        out = [self._cell_finding(item, verifications, text, spans, reach) for item in listed]
+        out = _settle_wrap_readings(listed, out, text)
+        if len(listed) < len(kept):
+            aggregates = self._aggregates(kept, listed, verifications, text, spans, reach)
+            out += aggregates
+            limits.append(
+                f"{TRUNCATED_PREFIX}{len(kept)} in this cell, more than the cap of {cap} per cell "
+                f"(--max-findings-per-cell): {len(kept) - len(listed)} aggregated by rule and verdict into "
+                f"{len(aggregates)} finding(s) with a count"
+            )
+        timer.add("verify", t)
+        return out, limits
+
+    def _cell_finding(
+        self, item: tuple[Candidate, int, int], verifications: _Verifications, text: str,
+        spans: list[tuple[int, int, str]], reach: list[int],
+    ) -> CellFinding:
+        """One listed finding: its verification (memoised per cell), preview, fingerprint and context."""
+        cand, start, end = item
+        rule = self.ruleset.get(cand.rule_id)
+        verification, clock = verifications.full(cand, rule)
+        return CellFinding(
+            rule_id=rule.id,
+            kind=rule.kind,
+            severity=derive_severity(verification.severity or rule.severity, verification.verdict),
+            start=start,
+            end=end,
+            fingerprint=fingerprint(verification.canonical or cand.secret, rule.kind),
+            preview=preview(cand.secret),
+            verdict=verification.verdict,
+            detail=verification.detail,
+            encoding=cand.encoding,
+            context=context_snippet(text, start, end, spans, reach),
+            clock=clock,
+            revealed=cand.secret if self.options.reveal_secrets else None,
+        )
+
+    def _listed_over_cap(
+        self, kept: list[tuple[Candidate, int, int]], cap: int, verifications: _Verifications
+    ) -> list[tuple[Candidate, int, int]]:
+        """Which findings of a cell over its cap are listed one by one, the most telling first.
+
+        Candidates that fail their rule's own structural check (a checksum: a look-alike) cannot
+        block; the others are fully verified (up to ``VERIFY_FACTOR`` times the cap) and listed
+        by verdict, valid first, so that no blocking finding hides in an aggregate while room is
+        left. What room remains goes to the look-alikes, in cell order.
+        """
+        failing = [item for item in kept if verifications.fails_structure(item[0], self.ruleset.get(item[0].rule_id))]
+        failed = {id(item) for item in failing}
+        others = [item for item in kept if id(item) not in failed][: VERIFY_FACTOR * cap]
+        ranked = sorted(
+            others,
+            key=lambda item: (_VERDICT_RANK.get(str(verifications.full(item[0], self.ruleset.get(item[0].rule_id))[0].verdict), 9),
+                              item[1], item[2]),
+        )
+        listed = ranked[:cap]
+        listed += failing[: cap - len(listed)]
+        return sorted(listed, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
+
+    def _aggregates(
+        self, kept: list[tuple[Candidate, int, int]], listed: list[tuple[Candidate, int, int]],
+        verifications: _Verifications, text: str, spans: list[tuple[int, int, str]], reach: list[int],
+    ) -> list[CellFinding]:
+        """The findings of a cell not listed, one per (rule, verdict), with a count.
+
+        A candidate not fully verified is counted under the verdict of its rule's structural check
+        (``invalid``) when it failed it, else as ``unverified`` (blocking): the verification
+        limit never turns a possible secret into a pass.
+        """
+        chosen = {id(item) for item in listed}
+        groups: dict[tuple[str, str], list[tuple[Candidate, int, int]]] = defaultdict(list)
+        details: dict[tuple[str, str], str] = {}
+        for item in kept:
+            if id(item) in chosen:
+                continue
+            cand = item[0]
             rule = self.ruleset.get(cand.rule_id)
-            reads: list[bool] = []
-            verification = verify_candidate(cand, rule.verify, _WatchedContext(self.options.now, rule.kind, reads, text))
+            known = verifications.known(cand, rule)
+            if known is not None:
+                verdict, detail = known.verdict, "verified one by one"
+            elif verifications.fails_structure(cand, rule):
+                verdict, detail = Verdict.INVALID, "fail the rule's own structural check (look-alikes)"
+            else:
+                verdict, detail = Verdict.UNVERIFIED, "not verified (verification limit per cell)"
+            groups[(rule.id, str(verdict))].append(item)
+            details.setdefault((rule.id, str(verdict)), detail)
+        out: list[CellFinding] = []
+        for (rule_id, verdict_name), items in groups.items():
+            rule = self.ruleset.get(rule_id)
+            verdict = Verdict(verdict_name)
+            first = items[0]
+            start, end = min(i[1] for i in items), max(i[2] for i in items)
+            # Its own identity: an allowlist entry for one member does not accept the aggregate.
+            digest = hashlib.sha256(f"aggregate:{rule_id}:{verdict_name}".encode())
+            for cand, _, _ in items:
+                digest.update(fingerprint(cand.secret, rule.kind).encode())
             out.append(
                 CellFinding(
                     rule_id=rule.id,
                     kind=rule.kind,
-                    severity=derive_severity(verification.severity or rule.severity, verification.verdict),
+                    severity=derive_severity(rule.severity, verdict),
                     start=start,
                     end=end,
-                    fingerprint=fingerprint(verification.canonical or cand.secret, rule.kind),
-                    preview=preview(cand.secret),
-                    verdict=verification.verdict,
-                    detail=verification.detail,
-                    encoding=cand.encoding,
-                    context=context_snippet(text, start, end, spans, reach),
-                    clock=bool(reads),
-                    revealed=cand.secret if self.options.reveal_secrets else None,
+                    fingerprint="sha256:" + digest.hexdigest(),
+                    preview=preview(first[0].secret),
+                    verdict=verdict,
+                    detail=f"{len(items)} findings of this rule aggregated (over the cap per cell); they "
+                    f"{details[(rule_id, verdict_name)]}; the span runs from the first to the last",
+                    encoding=first[0].encoding,
+                    context=context_snippet(text, first[1], first[2], spans, reach),
+                    clock=verifications.clock,
+                    count=len(items),
                 )
             )
-        out = _settle_wrap_readings(kept, out, text)
-        timer.add("verify", t)
-        return out, limits
+        return out
+
+
+class _Verifications:
+    """Verification of one cell's candidates, memoised per distinct value (in memory only).
+
+    A flood of identical look-alikes is verified once; ``fails_structure`` runs only the rule's
+    own verifiers (a checksum costs microseconds, the placeholder checks a millisecond).
+    """
+
+    def __init__(self, now: datetime, text: str) -> None:
+        self.now = now
+        self.text = text
+        self.clock = False  # any verification read the clock
+        self._full: dict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[Verification, bool]] = {}
+        self._structure: dict[tuple[str, str, tuple[tuple[str, str], ...]], bool] = {}
+
+    def full(self, cand: Candidate, rule: Rule) -> tuple[Verification, bool]:
+        """The candidate's verification and whether it read the clock."""
+        key = (rule.id, cand.secret, cand.groups)
+        if key not in self._full:
+            reads: list[bool] = []
+            verification = verify_candidate(cand, rule.verify, _WatchedContext(self.now, rule.kind, reads, self.text))
+            self._full[key] = (verification, bool(reads))
+            self.clock = self.clock or bool(reads)
+        return self._full[key]
+
+    def known(self, cand: Candidate, rule: Rule) -> Verification | None:
+        """The full verification when it was already made, else None."""
+        found = self._full.get((rule.id, cand.secret, cand.groups))
+        return found[0] if found is not None else None
+
+    def fails_structure(self, cand: Candidate, rule: Rule) -> bool:
+        """Whether the rule's own first verifier with an opinion calls the candidate invalid."""
+        key = (rule.id, cand.secret, cand.groups)
+        known = self._structure.get(key)
+        if known is None:
+            known = self._check_structure(cand, rule)
+            # A flood of distinct look-alikes would make the memo as big as the flood; a checksum
+            # is cheaper to compute again than to keep.
+            if len(self._structure) < STRUCTURE_MEMO:
+                self._structure[key] = known
+        return known
+
+    def _check_structure(self, cand: Candidate, rule: Rule) -> bool:
+        reads: list[bool] = []
+        context = _WatchedContext(self.now, rule.kind, reads, self.text)
+        for name in rule.verify:
+            if name in ALWAYS_FIRST or name not in VERIFIERS:
+                continue
+            try:
+                outcome = VERIFIERS[name](cand, context)
+            except Exception:  # a verifier bug: let the full verification decide (unverified)
+                return False
+            if outcome is not None:
+                self.clock = self.clock or bool(reads)
+                return outcome.verdict == Verdict.INVALID
+        return False
+
+
+def cap_shard_findings(findings: list[Finding], cap: int, shard: str) -> tuple[list[Finding], list[ScanIssue]]:
+    """A shard's findings within its cap: the most telling listed, the rest aggregated per (rule, verdict, column).
+
+    Blocking verdicts are listed first; an aggregate keeps its members' verdict, so a blocking
+    finding is never hidden, only counted. Returns the findings and the "truncated" issue (none
+    when within the cap).
+    """
+    if len(findings) <= cap:
+        return findings, []
+    ranked = sorted(findings, key=lambda f: (_VERDICT_RANK.get(str(f.verdict), 9), f.sort_key()))
+    listed, rest = ranked[:cap], sorted(ranked[cap:], key=Finding.sort_key)
+    groups: dict[tuple[str, str, str], list[Finding]] = defaultdict(list)
+    for f in rest:
+        groups[(f.rule_id, str(f.verdict), f.location.column)].append(f)
+    aggregates: list[Finding] = []
+    for (rule_id, verdict, column), members in groups.items():
+        first = members[0]
+        digest = hashlib.sha256(f"aggregate:{rule_id}:{verdict}:{column}".encode())
+        for f in members:
+            digest.update(f.fingerprint.encode())
+        count = sum(f.count for f in members)
+        rows = sorted({f.location.row for f in members})
+        aggregates.append(
+            replace(
+                first,
+                fingerprint="sha256:" + digest.hexdigest(),
+                detail=f"{count} findings of this rule in column {column} aggregated (over the cap per shard), "
+                f"in {len(rows)} row(s) from {rows[0]} to {rows[-1]}; located at the first",
+                count=count,
+                revealed=None,
+            )
+        )
+    total = sum(f.count for f in findings)
+    issue = ScanIssue(
+        shard, "truncated",
+        f"{TRUNCATED_PREFIX}{len(findings)} in this shard ({total} counted), more than the cap of {cap} per shard "
+        f"(--max-findings-per-shard, and the memory budget): {len(rest)} aggregated by rule, verdict and column "
+        f"into {len(aggregates)} finding(s) with a count",
+    )
+    return listed + aggregates, [issue]
 
 
 def _attach(cf: CellFinding, location: CellLocation) -> Finding:
@@ -479,6 +715,7 @@ def _attach(cf: CellFinding, location: CellLocation) -> Finding:
         encoding=cf.encoding,
         context=cf.context,
         revealed=cf.revealed,
+        count=cf.count,
     )
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from shardscan.engine import Scanner, _Timer
+from shardscan.engine import Scanner, _Timer, cap_shard_findings
 from shardscan.errors import ShardReadError, describe_exception
 from shardscan.filescan import FILE_SCANNERS
 from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
@@ -168,8 +168,12 @@ def scan_item(scanner: Scanner, item: WorkItem, footers: FooterCache | None = No
     return ItemResult(item, tuple(findings), tuple(issues), stats, tuple(sorted(timer.totals.items())))
 
 
-def assemble(plan: ShardPlan, results: Iterable[ItemResult]) -> ShardResult:
-    """One shard's ShardResult from its plan and its items' results (in item order)."""
+def assemble(plan: ShardPlan, results: Iterable[ItemResult], finding_cap: int | None = None) -> ShardResult:
+    """One shard's ShardResult from its plan and its items' results (in item order).
+
+    With ``finding_cap`` (``Scanner.shard_finding_cap``), findings beyond it are aggregated and
+    the shard gets a "truncated" issue (see ``engine.cap_shard_findings``).
+    """
     if plan.issue is not None:
         return ShardResult(plan.shard.display, ScanStats(shards=1, seconds=plan.seconds), (), (plan.issue,))
     findings: list[Finding] = []
@@ -186,6 +190,9 @@ def assemble(plan: ShardPlan, results: Iterable[ItemResult]) -> ShardResult:
         stats += result.stats
         for stage, seconds in result.timings:
             timings[stage] = timings.get(stage, 0.0) + seconds
+    if finding_cap is not None:
+        findings, truncated = cap_shard_findings(findings, finding_cap, plan.shard.display)
+        issues += truncated
     return ShardResult(
         plan.shard.display,
         stats,
@@ -420,7 +427,7 @@ def scan_shards(
     items = [item for plan in plans for item in plan.items]
     results = run_items(scanner, items, jobs)
     try:
-        return _collect(plans, results, on_shard)
+        return _collect(plans, results, on_shard, scanner.shard_finding_cap())
     finally:
         # Close the item generator now, while the interpreter is whole: it holds open pyarrow
         # files (and, with jobs > 1, a process pool) that must not be torn down at exit.
@@ -428,12 +435,13 @@ def scan_shards(
 
 
 def _collect(
-    plans: list[ShardPlan], results: Iterator[ItemResult], on_shard: Callable[[ShardResult], None] | None
+    plans: list[ShardPlan], results: Iterator[ItemResult], on_shard: Callable[[ShardResult], None] | None,
+    finding_cap: int | None = None,
 ) -> list[ShardResult]:
     out: list[ShardResult] = []
     for plan in plans:
         shard_results = [next(results) for _ in plan.items]
-        result = assemble(plan, shard_results)
+        result = assemble(plan, shard_results, finding_cap)
         out.append(result)
         log_shard(result)
         if on_shard:

@@ -125,6 +125,10 @@ class Finding:
     # Plaintext, only with ``--show-secrets`` (local manual review); only the terminal reporter
     # prints it, and it is kept out of repr so a traceback cannot carry it.
     revealed: str | None = field(default=None, repr=False, compare=False)
+    # How many findings of one shape (rule, verdict, column) this one stands for: more than 1 when
+    # a cell or shard held more findings than its cap (``--max-findings-per-cell``/``-shard``) and
+    # the rest were aggregated into it. Its span then covers the first to the last of them.
+    count: int = 1
 
     def sort_key(self) -> tuple:
         """Stable report order: shard, row, column, offset, rule."""
@@ -137,7 +141,9 @@ class ScanIssue:
     """A problem that made part of the scan incomplete (unreadable data or a limit hit)."""
 
     shard: str
-    kind: str  # "unreadable" | "limit"
+    # "unreadable" | "limit" | "truncated" (findings over a cap were aggregated: every cell was
+    # read, but not every finding is listed; ``--allow-truncated-findings`` lets it pass)
+    kind: str
     message: str
     row_group: int | None = None
     row: int | None = None

@@ -22,6 +22,8 @@ class Policy:
     strict: bool = False
     fail_on_stale: bool = False
     skip_unreadable: bool = False
+    # Findings aggregated over a cap (issues of kind "truncated") do not make the exit code 3.
+    allow_truncated_findings: bool = False
 
     def is_blocking(self, finding: Finding) -> bool:
         """Allowlisted findings never block; under ``strict`` every other finding does."""
@@ -36,6 +38,7 @@ class Policy:
             "strict": self.strict,
             "fail_on_stale": self.fail_on_stale,
             "skip_unreadable": self.skip_unreadable,
+            "allow_truncated_findings": self.allow_truncated_findings,
             "allowlisted_block": False,
         }
 

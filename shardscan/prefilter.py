@@ -98,11 +98,15 @@ class Prefilter:
     @classmethod
     def from_keywords(
         cls, keywords: Iterable[str], extra_patterns: Iterable[str] = (), token_keywords: Iterable[str] = (),
+        hyperscan_patterns: Iterable[str] = (),
         *, cache_dir: Path | None = None,
     ) -> Prefilter:
         """Build the prefilter from plain keywords and extra RE2 patterns (e.g. encoded keyword forms).
 
         Keywords in ``token_keywords`` only count where they start a token (:data:`TOKEN_START`).
+        ``hyperscan_patterns`` (the deep keyword forms) join the Hyperscan database only: as one
+        RE2 alternation, RE2's automaton outgrows its memory and the prefilter became 100 times
+        slower, so the RE2 fallback leaves them out (a documented gap of platforms without Hyperscan).
         """
         anchored = {k for k in token_keywords if k}
         plain = sorted({_re2_literal(k) for k in keywords if k and k not in anchored})
@@ -111,8 +115,9 @@ class Prefilter:
         parts = plain + ([TOKEN_START + tokens] if tokens else []) + extras
         if not parts:
             return cls(pattern="", cache_dir=cache_dir)
-        expressions = tuple(plain + ([f"(?:{b}){tokens}" for b in _HYPERSCAN_BOUNDARIES] if tokens else []) + extras)
-        if not all(_hyperscan_exact(e) for e in extras):
+        deep = sorted(set(hyperscan_patterns) - set(extras))
+        expressions = tuple(plain + ([f"(?:{b}){tokens}" for b in _HYPERSCAN_BOUNDARIES] if tokens else []) + extras + deep)
+        if not all(_hyperscan_exact(e) for e in extras + deep):
             expressions = ()
         return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)), cache_dir)
 

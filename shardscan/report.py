@@ -132,7 +132,8 @@ class Report:
     def decision(self) -> GateDecision:
         """Exit 3 when the scan is incomplete (it cannot certify what it did not read), else 1 on
         blocking findings (or stale allowlist entries under ``--fail-on-stale``), else 0."""
-        limits = [i for i in self.issues if i.kind != "unreadable"]
+        limits = [i for i in self.issues if i.kind != "unreadable"
+                  and not (i.kind == "truncated" and self.policy.allow_truncated_findings)]
         incomplete = limits + ([] if self.policy.skip_unreadable else list(self.unreadable))
         if incomplete:
             shards = sorted({i.shard for i in incomplete})

@@ -129,7 +129,7 @@ def test_mixed_folder_blocks_exactly_the_live_ones(folders, tmp_path):
         assert f["detail"]
     assert report["policy"] == {
         "blocking_verdicts": ["valid", "unverified", "encrypted"], "strict": False, "fail_on_stale": False,
-        "skip_unreadable": False, "allowlisted_block": False,
+        "skip_unreadable": False, "allowlisted_block": False, "allow_truncated_findings": False,
     }
     assert report["gate"]["exit_code"] == 1
     for f in report["findings"]:

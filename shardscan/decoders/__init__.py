@@ -43,7 +43,9 @@ __all__ = [
     "KeywordSet",
     "OffsetMap",
     "View",
+    "deep_keyword_patterns",
     "encoded_keyword_patterns",
+    "nested_patterns",
     "views",
 ]
 
@@ -83,6 +85,9 @@ NEAR_AFTER = 2048
 EXCERPT_BEFORE = 512
 EXCERPT_AFTER = 16 * 1024
 MAX_EXCERPTS = 64
+# Printable bytes after a keyword in a binary blob at the depth limit that make it worth decoding
+# further: random bytes have 16 of them in a row about once in ten million occurrences.
+TOKEN_TAIL_BYTES = 16
 # Inputs longer than this are searched with RE2 (C++); shorter ones with Python's re.
 RE2_ABOVE = 64 * 1024
 # A name a base64 value is assigned to (see KeywordSet.label_before): at most this many characters
@@ -144,6 +149,11 @@ class KeywordSet:
     encoded: tuple[str, ...] = ()
     # The keywords that name a secret rather than start it (``Ruleset.context_keywords``).
     context: tuple[str, ...] = ()
+    # RE2 patterns of encoded runs that hide encoded text, whatever the keywords (:func:`nested_patterns`):
+    # a decoded view holding one is kept (``matches``), so a chain of encodings is followed to the
+    # depth, and at the depth limit one is a limit hit. (The prefilter selects such cells by the
+    # deep keyword forms, :func:`deep_keyword_patterns`.)
+    nested: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -154,10 +164,11 @@ class KeywordSet:
         plain = tuple(dict.fromkeys(k for k in keywords if k))
         literals = sorted({_re2_literal(k) for k in plain})
         encoded = tuple(encoded_keyword_patterns(plain, token_keywords, context_keywords))
-        parts = literals + sorted(set(encoded))
+        nested = tuple(nested_patterns()) if plain else ()
+        parts = literals + sorted(set(encoded)) + list(nested)
         context = tuple(k for k in dict.fromkeys(context_keywords) if k)
         return cls(plain, "|".join(parts), "|".join(literals), tuple(k.encode("utf-8") for k in plain), encoded,
-                   context)
+                   context, nested)
 
     def label_before(self, text: str, start: int) -> str:
         """The name a value at ``start`` is assigned to, when it is a context keyword (else "").
@@ -188,6 +199,12 @@ class KeywordSet:
             return _re2_search(self.plain_pattern, data)
         # One search for all keywords, in C, rather than one per keyword.
         return bool(self.plain_bytes) and _bytes_alternation(self.plain_bytes).search(data) is not None
+
+    def token_in_binary(self, data: bytes) -> bool:
+        """True when a plain keyword in a binary blob is followed by token-like text (printable ASCII)."""
+        if not self.plain_bytes or not self.in_binary(data):
+            return False
+        return _bytes_alternation(self.plain_bytes, TOKEN_TAIL_BYTES).search(data) is not None
 
     def binary_excerpts(self, data: bytes) -> str | None:
         """Text around each plain keyword in a binary blob (None when there is none)."""
@@ -260,9 +277,10 @@ def _literals(plain: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(_re2_literal(k) for k in plain)
 
 
-def _bytes_alternation(needles: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    """One compiled search for any of ``needles`` (literal bytes)."""
-    return re.compile(b"|".join(re.escape(needle) for needle in needles))
+def _bytes_alternation(needles: tuple[bytes, ...], tail: int = 0) -> re.Pattern[bytes]:
+    """One compiled search for any of ``needles`` (literal bytes), followed by ``tail`` printable ASCII bytes."""
+    pattern = b"(?:" + b"|".join(re.escape(needle) for needle in needles) + b")"
+    return re.compile(pattern + (b"[\x20-\x7e]{%d}" % tail if tail else b""))
 
 
 def _re2_search(pattern: str, value: str | bytes) -> bool:
@@ -354,8 +372,10 @@ def views(
                 if child_text is None:
                     continue
                 if depth >= limits.max_depth:
-                    hit("depth", f"decoding: depth limit ({limits.max_depth}) reached with encoded text left")
-                    break
+                    if _needs_deeper(decoder, decoded, keywords):
+                        hit("depth", f"decoding: depth limit ({limits.max_depth}) reached with encoded text left")
+                        break
+                    continue
                 if len(child_text) > budget.chars:
                     hit("bytes", f"decoding: byte budget ({limits.max_bytes} characters per cell) exhausted")
                     continue
@@ -373,6 +393,22 @@ def views(
                 )
                 yield child
                 queue.append(child)
+
+
+def _needs_deeper(decoder: Decoder, decoded: Decoded, keywords: KeywordSet | None) -> bool:
+    """Whether a decoding one level beyond the depth limit could reveal a secret (a limit hit).
+
+    A run that decodes to text holding a keyword, plain or encoded, or another encoded run of
+    text (:func:`nested_patterns`) does. Text that is merely base64-like (a random password, an
+    id) does not, nor does a blob of bytes unless a plain keyword in it is followed by token
+    characters: random binary data and images never make a scan incomplete. An escape decoder's
+    view was already judged by where its changes lie.
+    """
+    if keywords is None or decoder.text_transform:
+        return True
+    if decoded.data is not None:
+        return keywords.token_in_binary(decoded.data)
+    return keywords.matches(decoded.text)
 
 
 def _may_pay(decoder: Decoder, text: str, occurrences: list[tuple[int, int]]) -> bool:
@@ -427,6 +463,100 @@ def _worth_it(decoder: Decoder, parent: View, decoded: Decoded, keywords: Keywor
             return text
     # Or when it revealed an encoded keyword form that was itself escaped.
     return text if keywords.matches(text) and not keywords.matches(parent.text) else None
+
+
+def nested_patterns() -> list[str]:
+    """RE2 patterns, from every decoder, of encoded runs whose decoding is itself encoded text.
+
+    A decoded view holding one is kept and decoded again, whatever keywords it shows (base64 of
+    base64 shows none until decoded twice). They are keyword-free, so they do not grow with the rules.
+    """
+    return list(dict.fromkeys(form for decoder in DECODERS.values() for form in decoder.nested_forms()))
+
+
+def deep_keyword_patterns(
+    keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = (),
+    depth: int = 3,
+) -> list[str]:
+    """RE2 patterns (for the prefilter) of keywords nested deeper than one encoding, up to ``depth`` decodings.
+
+    From every decoder that re-encodes whole runs: its forms of a keyword encoded 2 to ``depth``
+    times, and of a keyword written with one escaped punctuation character (``ghp\\u005f``,
+    ``sk%2Dant``) encoded once (base64 of an escaped tool call, of a percent-encoded URL).
+    Context keywords get none, as for the first level.
+    """
+    in_runs = tuple(k for k in dict.fromkeys(keywords) if k and k not in context_keywords)
+    if depth < 2 or not in_runs:
+        return []
+    return list(_deep_keyword_patterns(in_runs, frozenset(token_keywords), depth))
+
+
+@lru_cache(maxsize=4)
+def _deep_keyword_patterns(keywords: tuple[str, ...], token_keywords: frozenset[str], depth: int) -> tuple[str, ...]:
+    # Cached: deriving the levels takes tens of milliseconds, and a command may build more than
+    # one scanner for the same rules (the allowlist's secret check, the scan).
+    escaped = [pattern for keyword in keywords for pattern in _escaped_byte_patterns(keyword)]
+    return tuple(dict.fromkeys(
+        form for decoder in DECODERS.values() for form in decoder.deep_keyword_forms(keywords, token_keywords, escaped, depth)
+    ))
+
+
+def _escaped_byte_patterns(keyword: str) -> list[list[set[int]]]:
+    """Byte patterns of ``keyword``'s first escapable punctuation character escaped by each decoder
+    (``ghp\\u005[fF]``), with the alphanumeric run beside it (as :func:`_escaped_punctuation`)."""
+    out: list[list[set[int]]] = []
+    for i, char in enumerate(keyword):
+        if char.isalnum():
+            continue
+        left = i
+        while left > 0 and keyword[left - 1].isalnum():
+            left -= 1
+        right = i + 1
+        while right < len(keyword) and keyword[right].isalnum():
+            right += 1
+        for form in (f for decoder in DECODERS.values() for f in decoder.char_forms(char)):
+            escape = _literal_pattern(form)
+            if escape is None:
+                continue
+            if left < i:
+                out.append([{b} for b in keyword[left:i].encode()] + escape)
+            elif right > i + 1:
+                out.append(escape + [{b} for b in keyword[i + 1 : right].encode()])
+        break
+    return out
+
+
+def _literal_pattern(regex: str) -> list[set[int]] | None:
+    """A char form (``\\u005[fF]``, ``&#0{0,6}95;``) as bytes per position, in its shortest spelling.
+
+    Understands literals, backslash escapes, classes of literal characters and ``{0,n}`` (taken as
+    none); anything else gives None.
+    """
+    out: list[set[int]] = []
+    i = 0
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\" and i + 1 < len(regex):
+            out.append({ord(regex[i + 1])})
+            i += 2
+        elif char == "[":
+            end = regex.find("]", i)
+            if end < 0:
+                return None
+            out.append({ord(c) for c in regex[i + 1 : end].replace("\\", "")})
+            i = end + 1
+        elif char == "{":
+            end = regex.find("}", i)
+            if end < 0 or not regex[i + 1 : end].startswith("0,") or not out:
+                return None
+            out.pop()  # the repeated item, zero times
+            i = end + 1
+        elif char.isalnum() or char in "%&#;:_-":
+            out.append({ord(char)})
+            i += 1
+        else:
+            return None
+    return out if all(b < 0x80 for p in out for b in p) else None
 
 
 def encoded_keyword_patterns(

@@ -104,6 +104,15 @@ class Decoder:
     # written with escapes); otherwise the decoder is not run.
     trigger: str | tuple[str, ...] = ""
     reveal: re.Pattern[str] | None = None
+    # RE2 patterns for this encoding wrapped around encoded text (whatever the keywords): runs that
+    # must be decoded to see whether a deeper layer hides a keyword (see ``shardscan.decoders.nested_patterns``).
+    nested_forms: Callable[[], list[str]] = field(default=lambda: [])
+    # RE2 patterns for keywords this encoding re-encodes 2 to ``depth`` times, and for keywords
+    # written with an escape (byte patterns) encoded once: a keyword nested deeper than one level
+    # (see ``shardscan.decoders.deep_keyword_patterns``).
+    deep_keyword_forms: Callable[[Sequence[str], Collection[str], Sequence[Sequence[set[int]]], int], list[str]] = field(
+        default=lambda _k, _t, _e, _d: []
+    )
 
 
 def substitute(

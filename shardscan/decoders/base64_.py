@@ -313,15 +313,7 @@ def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ())
     with fewer than three fully fixed characters are not selective enough and are left out.
     Keywords in ``token_keywords`` are followed by token characters (see ``TOKEN_FORM_BYTES``).
     """
-    patterns: dict[tuple, tuple[list[set[int]], list[list[set[int]]]]] = {}
-    for keyword in dict.fromkeys(keywords):
-        if not 0 < len(keyword) <= CONTEXT_KEYWORD_CHARS:
-            continue
-        data = keyword.encode("utf-8")[:KEYWORD_BYTES]
-        pattern = [{b} for b in data]
-        if keyword in token_keywords:
-            pattern += [set(_TOKEN_BYTES)] * max(0, TOKEN_FORM_BYTES - len(data))
-        patterns.setdefault(tuple(frozenset(p) for p in pattern), (pattern, [pattern]))
+    patterns = _keyword_patterns(keywords, token_keywords)
     forms: list[str] = []
     for pattern, members in _merge(list(patterns.values())):
         merged = _forms(pattern)
@@ -332,6 +324,22 @@ def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ())
                 # Merging blurred this alignment below three fixed characters: keep each keyword's own.
                 forms.extend(f for member in members if (f := _forms(member)[align]) is not None)
     return list(dict.fromkeys(forms))
+
+
+def _keyword_patterns(
+    keywords: Sequence[str], token_keywords: Collection[str]
+) -> dict[tuple, tuple[list[set[int]], list[list[set[int]]]]]:
+    """Each keyword's byte pattern (its first bytes, then token characters for a token keyword), keyed for dedup."""
+    patterns: dict[tuple, tuple[list[set[int]], list[list[set[int]]]]] = {}
+    for keyword in dict.fromkeys(keywords):
+        if not 0 < len(keyword) <= CONTEXT_KEYWORD_CHARS:
+            continue
+        data = keyword.encode("utf-8")[:KEYWORD_BYTES]
+        pattern = [{b} for b in data]
+        if keyword in token_keywords:
+            pattern += [set(_TOKEN_BYTES)] * max(0, TOKEN_FORM_BYTES - len(data))
+        patterns.setdefault(tuple(frozenset(p) for p in pattern), (pattern, [pattern]))
+    return patterns
 
 
 def _merge(
@@ -362,7 +370,6 @@ def _merge(
     return patterns
 
 
-_ANY_CLASS = "[" + _B64.replace("+", "+\\-").replace("/", "/_") + "]"  # a class that admits every character
 
 
 def _forms(pattern: list[set[int]]) -> list[str | None]:
@@ -370,40 +377,171 @@ def _forms(pattern: list[set[int]]) -> list[str | None]:
 
     None where the alignment leaves fewer than three fully fixed characters.
     """
-    forms: list[str | None] = []
+    return [None if chars is None else "".join(_char_class(values) for values in chars)
+            for chars in _alignments(pattern)]
+
+
+def _alignments(pattern: list[set[int]]) -> list[list[set[int]] | None]:
+    """Per byte alignment, the possible 6-bit values of each base64 character of the pattern.
+
+    Leading characters not fully fixed are dropped: a class there would let many ordinary
+    characters start a match and slow the RE2 automaton down. Trailing ones stay as classes (they
+    only narrow a match that has already started), up to the first that admits every character.
+    None where fewer than three characters are fully fixed (``+`` and ``/`` count as classes:
+    base64url writes them ``-`` and ``_``).
+    """
+    out: list[list[set[int]] | None] = []
+    frozen = [frozenset(p) for p in pattern]
     for align in range(3):
         total = align + len(pattern)
         total += -total % 3
-        known: list[set[int] | None] = [None] * align + list(pattern) + [None] * (total - align - len(pattern))
-        pieces: list[str] = []
+        known: list[frozenset[int] | None] = [None] * align + frozen + [None] * (total - align - len(pattern))
+        chars: list[set[int] | None] = []
         for q in range(0, total, 3):
             group = known[q : q + 3]
             for c in range(4):
                 # Output character c takes bits 6c..6c+5 of the group, from at most two bytes.
                 first, last = (6 * c) // 8, (6 * c + 5) // 8
                 if all(group[i] is None for i in range(first, last + 1)):
-                    pieces.append("")
+                    chars.append(None)
                     continue
-                # The character's bits are an OR of each byte's own bits (shifted into place), so
-                # the possible values combine the distinct contributions of each byte.
-                shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
-                values = {0}
-                for i in range(first, last + 1):
-                    place = 8 * (last - i)
-                    options = group[i] if group[i] is not None else range(256)
-                    bits = {((byte << place) >> shift) & 0x3F for byte in options}
-                    values = {v | b for v in values for b in bits}
-                pieces.append(_char_class(values))
-        # Leading characters not fully fixed are dropped: a class there would let many ordinary
-        # characters start a match and slow the RE2 automaton down. Trailing ones stay as classes
-        # (they only narrow a match that has already started).
-        while pieces and (pieces[0] == "" or pieces[0].startswith("[")):
-            pieces.pop(0)
-        while pieces and pieces[-1] in ("", _ANY_CLASS):
-            pieces.pop()
-        selective = sum(1 for piece in pieces if not piece.startswith("[")) >= 3 and "" not in pieces
-        forms.append("".join(pieces) if selective else None)
-    return forms
+                chars.append(set(_char_values(tuple(group[first : last + 1]), c)))
+        while chars and (chars[0] is None or not _fixed(chars[0])):
+            chars.pop(0)
+        while chars and (chars[-1] is None or len(chars[-1]) == 64):
+            chars.pop()
+        selective = None not in chars and sum(1 for values in chars if _fixed(values)) >= 3  # type: ignore[arg-type]
+        out.append(chars if selective else None)  # type: ignore[arg-type]
+    return out
 
 
-DECODER = Decoder(name=NAME, decode=decode, encode=encode, keyword_forms=keyword_forms)
+@lru_cache(maxsize=8192)
+def _char_values(options: tuple[frozenset[int] | None, ...], c: int) -> frozenset[int]:
+    """The possible 6-bit values of character ``c`` of a quantum whose bytes under it may be ``options``."""
+    first, last = (6 * c) // 8, (6 * c + 5) // 8
+    # The character's bits are an OR of each byte's own bits (shifted into place), so the
+    # possible values combine the distinct contributions of each byte.
+    shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
+    values = {0}
+    for i, byte_options in enumerate(options):
+        bits = _bits(byte_options, 8 * (last - first - i), shift)
+        values = {v | b for v in values for b in bits}
+    return frozenset(values)
+
+
+@lru_cache(maxsize=4096)
+def _bits(options: frozenset[int] | None, place: int, shift: int) -> frozenset[int]:
+    """The distinct contributions of one byte (any of ``options``, None: any byte) to a base64 character."""
+    return frozenset(((byte << place) >> shift) & 0x3F for byte in (options if options is not None else range(256)))
+
+
+def _fixed(values: set[int]) -> bool:
+    return len(values) == 1 and min(values) < 62
+
+
+def _as_bytes(chars: list[set[int]]) -> list[set[int]]:
+    """Base64 characters (6-bit values per position) as the bytes that write them, in either alphabet."""
+    return [{ord(c) for v in values for c in _ALT.get(_B64[v], _B64[v]).replace("\\", "")} for values in chars]
+
+
+# Nested base64 (a keyword base64-encoded two or three times) shows no first-level form; the forms
+# of each level are derived from the level below (its characters, as bytes, encoded again). Three
+# fixed characters are kept at every level, so a form stays as selective as a first-level one, and
+# the forms are literals with a few classes: Hyperscan searches them at no measurable extra cost.
+def deep_keyword_forms(
+    keywords: Sequence[str], token_keywords: Collection[str] = (), escaped: Sequence[Sequence[set[int]]] = (),
+    depth: int = 3,
+) -> list[str]:
+    """RE2 patterns for ``keywords`` base64-encoded 2 to ``depth`` times, and for the ``escaped`` byte
+    patterns (keywords written with an escape, ``ghp\\u005f``) base64-encoded once (see :func:`_levels`)."""
+    plain = _merge_fast(list(_keyword_patterns(keywords, token_keywords).values()))
+    forms = [form for level, found in enumerate(_levels(plain, depth)) if level >= 1 for form in found]
+    by_escape = {tuple(frozenset(p) for p in pattern): (list(pattern), [list(pattern)]) for pattern in escaped}
+    forms += [form for found in _levels(_merge_fast(list(by_escape.values())), 1) for form in found]
+    return list(dict.fromkeys(forms))
+
+
+# Characters of a form carried to the next level: enough for a selective form there (the first
+# fixed characters hold the keyword), few enough that deriving the levels stays cheap.
+DEEP_FORM_CHARS = 8
+
+
+def _levels(
+    patterns: list[tuple[list[set[int]], list[list[set[int]]]]], depth: int
+) -> list[list[str]]:
+    """The forms of byte patterns base64-encoded once, twice, ... ``depth`` times (one list per level)."""
+    out: list[list[str]] = []
+    level = patterns
+    for _ in range(depth):
+        forms: list[str] = []
+        below: dict[tuple, tuple[list[set[int]], list[list[set[int]]]]] = {}
+        for pattern, members in level:
+            merged = _alignments(pattern)
+            for align, chars in enumerate(merged):
+                # (As in keyword_forms: where merging blurred an alignment, each member's own.)
+                for found in [chars] if chars is not None else [_alignments(m)[align] for m in members]:
+                    if found is not None:
+                        forms.append("".join(_char_class(values) for values in found))
+                        encoded = _as_bytes(found[:DEEP_FORM_CHARS])
+                        below.setdefault(tuple(frozenset(p) for p in encoded), (encoded, [encoded]))
+        out.append(list(dict.fromkeys(forms)))
+        level = _merge_fast(list(below.values()))
+    return out
+
+
+def _merge_fast(
+    patterns: list[tuple[list[set[int]], list[list[set[int]]]]],
+) -> list[tuple[list[set[int]], list[list[set[int]]]]]:
+    """:func:`_merge` for the many patterns of the deeper levels: patterns that differ in one
+    position are found by grouping on the other positions, one pass per position (linear, not cubic)."""
+    current = [(tuple(map(frozenset, pattern)), members) for pattern, members in patterns]
+    for k in range(max((len(p) for p, _ in current), default=0)):
+        groups: dict[tuple, tuple[tuple[frozenset[int], ...], list[list[set[int]]]]] = {}
+        for frozen, members in current:
+            key = (len(frozen), frozen[:k], frozen[k + 1 :])
+            if key in groups:
+                kept, kept_members = groups[key]
+                if len(frozen) > k:
+                    kept = kept[:k] + (kept[k] | frozen[k],) + kept[k + 1 :]
+                groups[key] = (kept, kept_members + members)
+            else:
+                groups[key] = (frozen, members)
+        current = list(groups.values())
+    return [([set(p) for p in frozen], members) for frozen, members in current]
+
+
+# Nested encodings (base64 of base64, of percent- or JSON-escaped text, ...) show no keyword form
+# until decoded. What they share is that the outer base64 encodes text: printable ASCII, whose bytes
+# fix some bits of every base64 character (a byte of 0x20-0x7E has its top bit clear and is not a
+# control character). A decoded view holding a run of this many quanta whose every character is
+# possible for such bytes is decoded again, and at the depth limit such a run is a limit hit.
+# Random bytes (images, archives) give such a run with a
+# probability of about 0.07 ** NESTED_QUANTA (6e-10) per position; 24 bytes of text are shorter
+# than any credential base64-encoded once more.
+NESTED_QUANTA = 8
+_TEXT_BYTES = frozenset(range(0x20, 0x7F))
+
+
+def nested_forms() -> list[str]:
+    """RE2 pattern of a base64 or base64url run of :data:`NESTED_QUANTA` quanta that decodes to printable ASCII.
+
+    One class per character of a quantum (three text bytes become four characters): a superset of
+    the exact set, which Hyperscan and RE2 match without backtracking.
+    """
+    classes: list[str] = []
+    for c in range(4):
+        first, last = (6 * c) // 8, (6 * c + 5) // 8
+        shift = 8 * (last - first + 1) - (6 * c - 8 * first) - 6
+        values = {0}
+        for i in range(first, last + 1):
+            place = 8 * (last - i)
+            bits = {((byte << place) >> shift) & 0x3F for byte in _TEXT_BYTES}
+            values = {v | b for v in values for b in bits}
+        classes.append(_char_class(values))
+    return ["(?:" + "".join(classes) + "){%d}" % NESTED_QUANTA]
+
+
+DECODER = Decoder(
+    name=NAME, decode=decode, encode=encode, keyword_forms=keyword_forms, nested_forms=nested_forms,
+    deep_keyword_forms=deep_keyword_forms,
+)

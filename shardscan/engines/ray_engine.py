@@ -103,7 +103,7 @@ def _run(
                 row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
                 issue = ScanIssue(item.shard.display, "unreadable", f"ray task failed ({describe_exception(exc)})", row_group)
                 item_results.append(ItemResult(item, issues=(issue,)))
-        result = assemble(plan, item_results)
+        result = assemble(plan, item_results, scanner.shard_finding_cap())
         results.append(result)
         if on_shard:
             on_shard(result)

@@ -34,6 +34,7 @@ def render(report: Report, _options: object = None) -> str:
         mark = "BLOCKING" if f.blocking else ("allowlisted" if str(f.status) == "allowlisted" else "notice")
         lines.append(_safe(
             f"  {mark:11} {loc.shard}:{loc.row} {loc.column}{role} {f.rule_id} {f.verdict} {f.preview} {f.fingerprint[:19]}…"
+            + (f" x{f.count} (aggregated)" if f.count > 1 else "")
         ))
     for issue in report.issues:
         where = issue.shard + (f" row group {issue.row_group}" if issue.row_group is not None else "")

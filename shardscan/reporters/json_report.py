@@ -11,7 +11,7 @@ def finding_dict(finding: Finding) -> dict:
     """One finding as the JSON contract spells it."""
     loc = finding.location
     allow = finding.allowlist
-    return {
+    entry = {
         "rule_id": finding.rule_id,
         "kind": finding.kind,
         "severity": finding.severity,
@@ -35,6 +35,9 @@ def finding_dict(finding: Finding) -> dict:
         ),
         "context": finding.context,
     }
+    if finding.count > 1:  # findings over a cap aggregated into this one (absent: 1)
+        entry["count"] = finding.count
+    return entry
 
 
 def issue_dict(issue: ScanIssue) -> dict:
