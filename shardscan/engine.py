@@ -142,8 +142,13 @@ class Scanner:
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
+        # Rules with ``prefilter`` patterns select cells by those instead of by their keywords.
+        selecting = ruleset.prefilter_keywords
+        encoded = self.keywords.encoded if selecting == ruleset.keywords else tuple(
+            decoders.encoded_keyword_patterns(selecting, ruleset.token_keywords, ruleset.context_keywords)
+        )
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords
+            selecting, (encoded if decoding else ()) + ruleset.prefilter_patterns, ruleset.token_keywords
         )
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
@@ -522,12 +527,31 @@ def _deduplicate(
             for o in decoded[item[0].rule_id]
         )
     ]
-    kept = sorted(readable, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
+    kept = _drop_fallbacks(sorted(readable, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id)), ruleset)
     coverable = _coverable_by_another_rule(kept)
     return [
         item
         for item, maybe in zip(kept, coverable, strict=True)
         if not (maybe and any(o[0].rule_id != item[0].rule_id and _inside(item, o) for o in kept))
+    ]
+
+
+# Kinds found by their position (a password name, a URL's userinfo) rather than their shape: when
+# a rule of another kind reads the same value (a GitHub token in GITHUB_TOKEN=, in a clone URL),
+# that rule's finding says more, and the value is reported once.
+FALLBACK_KINDS = frozenset({"connection-string", "password", "generic-secret"})
+
+
+def _drop_fallbacks(kept: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> list[tuple[Candidate, int, int]]:
+    """``kept`` without the fallback-kind matches whose span overlaps a match of another kind
+    (which covers it, or which it runs over: ``token=<ghp_…>&x=1`` read up to the ``&``)."""
+    kinds = [ruleset.get(item[0].rule_id).kind for item in kept]
+    if not any(kind in FALLBACK_KINDS for kind in kinds):
+        return kept
+    specific = [item for item, kind in zip(kept, kinds, strict=True) if kind not in FALLBACK_KINDS]
+    return [
+        item for item, kind in zip(kept, kinds, strict=True)
+        if kind not in FALLBACK_KINDS or not any(o[1] < item[2] and item[1] < o[2] for o in specific)
     ]
 
 

@@ -222,3 +222,24 @@ def expand(template: str, seed: int | str = 0) -> str:
 def has_template(text: str) -> bool:
     """True when ``text`` contains at least one ``{{generator}}`` placeholder."""
     return _TEMPLATE.search(text) is not None
+
+
+def password(rng: random.Random, n: int = 16) -> str:
+    """A generated password: mixed-case alphanumerics and a few symbols that URLs, shells and
+    YAML leave alone (no ``@ : / # ' "`` or spaces)."""
+    while True:
+        value = _mixed(rng, n - 2) + _chars(rng, "!%^*-_+=", 1) + _chars(rng, string.digits, 1)
+        if value[0].isalnum():
+            return value
+
+
+def basic_credentials(rng: random.Random, user: str = "deploy") -> str:
+    """Base64 of ``user:<generated password>``, as an ``Authorization: Basic`` header or a Docker ``auth`` field holds it."""
+    return base64.b64encode(f"{user or 'deploy'}:{password(rng)}".encode()).decode()
+
+
+GENERATORS.update({
+    "password": lambda rng, arg: password(rng, int(arg or 16)),
+    "basic": lambda rng, arg: basic_credentials(rng, arg),
+    "b64password": lambda rng, arg: base64.b64encode(password(rng, int(arg or 20)).encode()).decode(),
+})

@@ -20,6 +20,7 @@ from shardscan.synth import expand
 
 BUILTIN = load_ruleset()
 KINDS = {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
+UNPREFIXED_KINDS = {"connection-string", "password", "generic-secret"}
 
 
 def _example_cases() -> list:
@@ -50,9 +51,10 @@ def test_every_rule_has_examples_and_negative_examples():
 
 
 def test_builtin_kinds_are_the_seven_families():
-    assert set(BUILTIN.kinds) == KINDS
+    assert set(BUILTIN.kinds) == KINDS | UNPREFIXED_KINDS
     assert [p.name for p in builtin_rule_files()] == sorted(
-        f"{k}.yaml" for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key")
+        f"{k}.yaml" for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key",
+                              "connection-string", "password", "generic-secret")
     )
 
 
@@ -352,7 +354,12 @@ def test_disable_by_rule_id_and_by_kind(tmp_path, mixed_shard):
     shard, _ = mixed_shard
     code, report = _scan_json([str(shard), "--disable", "github-pat"])
     assert (code, [f["rule_id"] for f in report["findings"]]) == (1, ["huggingface-token"])
+    # With its own rule disabled, a token assigned to a token name is still a generic secret.
     code, report = _scan_json([str(shard), "--disable", "github", "--disable", "huggingface"])
+    assert (code, [(f["rule_id"], f["column"]) for f in report["findings"]]) == (
+        1, [("generic-secret-assignment", "verifier_output")])
+    code, report = _scan_json([str(shard), "--disable", "github", "--disable", "huggingface",
+                               "--disable", "generic-secret"])
     assert (code, report["findings"]) == (0, [])
 
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import regex
 import yaml
 
@@ -19,7 +21,7 @@ _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
 _OPTIONAL = (
     "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords",
-    "context_keywords"
+    "context_keywords", "prefilter"
 )
 _MAX_PATTERN_CHARS = 4000
 
@@ -152,6 +154,9 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
     if both := [k for k in context if k in token_start]:
         raise fail(f"a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': "
                    f"{', '.join(both)})")
+    prefilter = _string_list(raw, "prefilter", fail)
+    if bad := [p for p in prefilter if not _re2_ok(p)]:
+        raise fail(f"'prefilter' pattern is not valid RE2: {bad[0][:60]!r}")
     verify = _string_list(raw, "verify", fail)
     _check_verifiers(verify, fail)
     min_entropy = raw.get("min_entropy")
@@ -181,7 +186,17 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         negative_examples=negatives,
         token_keywords=tuple(token_start),
         context_keywords=tuple(context),
+        prefilter=tuple(prefilter),
     )
+
+
+def _re2_ok(pattern: str) -> bool:
+    """Whether ``pattern`` compiles in RE2 (the prefilter's engine)."""
+    try:
+        pc.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def _string_list(raw: dict, key: str, fail, required: bool = False) -> list[str]:

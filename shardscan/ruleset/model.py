@@ -41,6 +41,11 @@ class Rule:
     token_keywords: tuple[str, ...] = ()
     # Keywords that name the secret rather than begin it (see ``Ruleset.context_keywords``).
     context_keywords: tuple[str, ...] = ()
+    # RE2 patterns that select this rule's cells in the prefilter instead of its keywords: for
+    # keywords too common to select on alone (``://`` in every URL, ``password`` in prose), a
+    # pattern of the credential's shape around them (``://user:pass@``, ``password=``). The
+    # keywords still decide which views the rule runs on.
+    prefilter: tuple[str, ...] = ()
 
     def keyword_in(self, text: str) -> bool:
         """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter)."""
@@ -72,6 +77,21 @@ class Ruleset:
             for keyword in rule.keywords:
                 seen.setdefault(keyword, None)
         return tuple(seen)
+
+    @property
+    def prefilter_keywords(self) -> tuple[str, ...]:
+        """The keywords the prefilter selects cells by: those of every rule without ``prefilter`` patterns."""
+        seen: dict[str, None] = {}
+        for rule in self.rules:
+            if not rule.prefilter:
+                for keyword in rule.keywords:
+                    seen.setdefault(keyword, None)
+        return tuple(seen)
+
+    @property
+    def prefilter_patterns(self) -> tuple[str, ...]:
+        """Every rule's ``prefilter`` patterns, deduplicated, in a stable order."""
+        return tuple(dict.fromkeys(p for rule in self.rules for p in rule.prefilter))
 
     @property
     def token_keywords(self) -> tuple[str, ...]:
@@ -123,6 +143,7 @@ class Ruleset:
                 repr(
                     (rule.id, rule.kind, rule.severity, rule.keywords, rule.pattern_source, rule.min_entropy,
                      rule.stopwords, rule.verify, rule.token_keywords, rule.context_keywords)
+                    + ((rule.prefilter,) if rule.prefilter else ())
                 ).encode()
             )
         return h.hexdigest()[:12]
