@@ -20,7 +20,10 @@ from shardscan.decoders.shell_prompt import NAME as SHELL_PROMPT
 from shardscan.decoders.terminal_wrap import NAME as TERMINAL_WRAP
 from shardscan.detect import RegexTimeout, detect
 from shardscan.errors import ShardReadError, describe_exception
-from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult
+from shardscan.known_secrets import KIND as KNOWN_KIND
+from shardscan.known_secrets import RULE_ID as KNOWN_RULE
+from shardscan.known_secrets import KnownSecret, KnownSecretMatcher
+from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult, Verdict
 from shardscan.prefilter import Prefilter, RuleGate, value_offsets
 from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
@@ -73,6 +76,9 @@ class ScanOptions:
     # it off when every requested core already runs a worker (``--jobs 1`` means one core), and
     # leaves it on when there are fewer work items than requested cores (does not change results).
     read_threads: bool = True
+    # Your own secrets (``--known-secrets``): every occurrence of each is a blocking finding. The
+    # values are left out of repr, so the result cache is keyed on their fingerprints only.
+    known_secrets: tuple[KnownSecret, ...] = ()
 
     def __post_init__(self) -> None:
         # A clock without a timezone is taken as UTC: expiry claims are UTC instants, and comparing
@@ -150,6 +156,10 @@ class Scanner:
         self.prefilter = Prefilter.from_keywords(
             selecting, (encoded if decoding else ()) + ruleset.prefilter_patterns, ruleset.token_keywords
         )
+        # Known secrets select their cells in RE2 only: a compiled Hyperscan database is cached on
+        # disk, and one holding the values' literal forms would put them there.
+        self.known = KnownSecretMatcher.build(self.options.known_secrets)
+        self.known_prefilter = Prefilter("|".join(self.known.prefilter_patterns())) if self.known else None
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
@@ -330,6 +340,9 @@ class Scanner:
         by_text: dict[str, list[CellLocation]] = defaultdict(list)
         t = time.perf_counter()
         masks = self.prefilter.masks([leaf.values for leaf in batch.leaves])
+        if self.known_prefilter is not None:
+            known = self.known_prefilter.masks([leaf.values for leaf in batch.leaves])
+            masks = [mask | extra for mask, extra in zip(masks, known, strict=True)]
         timer.add("prefilter", t)
         for leaf, mask in zip(batch.leaves, masks, strict=True):
             t = time.perf_counter()
@@ -392,10 +405,14 @@ class Scanner:
         raw_rules = self.rules if raw_rules is None else raw_rules
         limits: list[str] = []
         raw: list[tuple[Candidate, int, int]] = []
+        known: dict[tuple[str, int, int], tuple[str, ...]] = {}  # (digest, start, end) -> decode chain
         t = time.perf_counter()
         decoding = 0.0  # time spent producing decoded views, reported as its own stage
         budget = decoders.DecodeBudget.of(self.options.decode)
         for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
+            if self.known:
+                for hit in self.known.in_raw(window):
+                    known.setdefault((hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
             views = decoders.views(
                 window, self.options.decode, limits.append, self.keywords, continued=offset > 0, budget=budget
             )
@@ -405,6 +422,12 @@ class Scanner:
                 decoding += time.perf_counter() - since
                 if view is None:
                     break
+                if self.known and view.encoding:
+                    for entry, k_start, k_end in self.known.in_view(view.text):
+                        k_start, k_end = view.original_span(k_start, k_end)
+                        key = (entry.digest, offset + k_start, offset + k_end)
+                        if len(known.get(key, view.encoding)) >= len(view.encoding):
+                            known[key] = view.encoding
                 rules = raw_rules if not view.encoding else self.rules
                 if not rules:
                     continue
@@ -417,11 +440,14 @@ class Scanner:
         timer.totals["decode"] += decoding
         t = timer.add("match", t + decoding)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
-        if not raw:  # most candidate cells: a keyword, but no secret
+        if not raw and not known:  # most candidate cells: a keyword, but no secret
             timer.add("verify", t)
             return [], limits
-        kept = _deduplicate(raw, self.ruleset, text)
-        spans = sorted((s, e, preview(c.secret)) for c, s, e in kept)
+        kept = _deduplicate(raw, self.ruleset, text) if raw else []
+        known = _one_per_occurrence(known)
+        labels = {entry.digest: entry.label for entry in self.known.entries}
+        spans = sorted([(s, e, preview(c.secret)) for c, s, e in kept]
+                       + [(s, e, labels[digest]) for digest, s, e in known])
         reach = span_reach(spans)
         out: list[CellFinding] = []
         for cand, start, end in kept:
@@ -446,8 +472,35 @@ class Scanner:
                 )
             )
         out = _settle_wrap_readings(kept, out, text)
+        out += [
+            CellFinding(
+                rule_id=KNOWN_RULE,
+                kind=KNOWN_KIND,
+                severity="critical",
+                start=start,
+                end=end,
+                fingerprint="sha256:" + digest,
+                preview=labels[digest],
+                verdict=Verdict.VALID,
+                detail=f"{labels[digest]}: an occurrence of a secret you named (--known-secrets)",
+                encoding=chain,
+                context=context_snippet(text, start, end, spans, reach),
+            )
+            for (digest, start, end), chain in sorted(known.items(), key=lambda item: item[0][1:])
+        ]
         timer.add("verify", t)
         return out, limits
+
+
+def _one_per_occurrence(known: dict[tuple[str, int, int], tuple[str, ...]]) -> dict[tuple[str, int, int], tuple[str, ...]]:
+    """One known-secret hit per occurrence: of overlapping hits of one entry (the base64 form found
+    in the raw text, and the decoded run it lies in), the least-decoded, narrowest one."""
+    kept: dict[tuple[str, int, int], tuple[str, ...]] = {}
+    for key in sorted(known, key=lambda k: (len(known[k]), k[2] - k[1], k[1])):
+        digest, start, end = key
+        if not any(d == digest and s < end and start < e for d, s, e in kept):
+            kept[key] = known[key]
+    return kept
 
 
 def _attach(cf: CellFinding, location: CellLocation) -> Finding:
