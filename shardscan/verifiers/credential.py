@@ -169,9 +169,11 @@ def check_basic_auth(candidate: Candidate, _context: object) -> Verification | N
 # docker-compose file or a ``docker run -e``, the password grants access to that container only.
 _IMAGE_INIT = re.compile(
     r"^(?:POSTGRES_PASSWORD|MYSQL_ROOT_PASSWORD|MYSQL_PASSWORD|MARIADB_ROOT_PASSWORD|MARIADB_PASSWORD"
-    r"|MONGO_INITDB_ROOT_PASSWORD|RABBITMQ_DEFAULT_PASS|MINIO_ROOT_PASSWORD|REDIS_PASSWORD|ELASTIC_PASSWORD"
-    r"|NEO4J_AUTH|KEYCLOAK_ADMIN_PASSWORD|PGADMIN_DEFAULT_PASSWORD|GF_SECURITY_ADMIN_PASSWORD)$",
+    r"|MONGO_INITDB_ROOT_PASSWORD|RABBITMQ_DEFAULT_PASS|MINIO_ROOT_PASSWORD"
+    r"|KEYCLOAK_ADMIN_PASSWORD|PGADMIN_DEFAULT_PASSWORD|GF_SECURITY_ADMIN_PASSWORD)$",
 )
+# Where such a variable configures a container: a compose file's service, a docker run command.
+_CONTAINER_CONTEXT = re.compile(r"(?m)^[ \t]*(?:image|services):|docker(?:-compose|[ \t]+compose)?[ \t]+run\b")
 
 
 # Where a command line names the host it connects to: -h/--host, a URL, user@host (ssh, scp).
@@ -190,7 +192,7 @@ def _host_on_command_line(*parts: str | None) -> str | None:
     return None
 
 
-def check_password(candidate: Candidate, _context: object) -> Verification | None:
+def check_password(candidate: Candidate, context: object) -> Verification | None:
     """A password assigned to a credential name, or given on a command line."""
     name = candidate.group("name")
     tool = candidate.group("tool")
@@ -198,7 +200,9 @@ def check_password(candidate: Candidate, _context: object) -> Verification | Non
         else "password"
     host = candidate.group("host") or _host_on_command_line(candidate.group("args"), candidate.group("rest"))
     verdict = _judged(candidate.secret, what, candidate.group("user"), host)
-    if verdict.verdict == Verdict.UNVERIFIED and name and _IMAGE_INIT.match(name.strip("\"'").upper()):
+    text = getattr(context, "text", "")
+    if verdict.verdict == Verdict.UNVERIFIED and name and _IMAGE_INIT.match(name.strip("\"'").upper()) \
+            and _CONTAINER_CONTEXT.search(text):
         return Verification(Verdict.LOCAL_ONLY, f"{what}: sets the password of a container an image starts "
                                                 "(docker-compose, docker run): local-only")
     if verdict.verdict == Verdict.UNVERIFIED and tool in ("mysql", "mysqldump", "mysqladmin", "mariadb", "psql") \
