@@ -155,8 +155,8 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         raise fail(f"a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': "
                    f"{', '.join(both)})")
     prefilter = _string_list(raw, "prefilter", fail)
-    if bad := [p for p in prefilter if not _re2_ok(p)]:
-        raise fail(f"'prefilter' pattern is not valid RE2: {bad[0][:60]!r}")
+    if bad := [p for p in prefilter if not _re2_ok(p) or not _python_ok(p)]:
+        raise fail(f"'prefilter' pattern is not valid in both RE2 and Python's re: {bad[0][:60]!r}")
     verify = _string_list(raw, "verify", fail)
     _check_verifiers(verify, fail)
     min_entropy = raw.get("min_entropy")
@@ -195,6 +195,15 @@ def _re2_ok(pattern: str) -> bool:
     try:
         pc.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _python_ok(pattern: str) -> bool:
+    """Whether ``pattern`` compiles in Python's ``re`` (the detector's per-view check)."""
+    try:
+        re.compile(pattern)
+    except re.error:
         return False
     return True
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import regex
 
@@ -48,8 +50,22 @@ class Rule:
     prefilter: tuple[str, ...] = ()
 
     def keyword_in(self, text: str) -> bool:
-        """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter)."""
-        return any(keyword in text for keyword in self.keywords)
+        """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter).
+
+        For a rule with ``prefilter`` patterns, also one of them must match: its keywords alone
+        (``token``, ``://``) are in most decoded views, and the patterns are a superset of what
+        the rule matches in plain text.
+        """
+        if not any(keyword in text for keyword in self.keywords):
+            return False
+        return not self.prefilter or _alternation(self.prefilter).search(text) is not None
+
+
+@lru_cache(maxsize=64)
+def _alternation(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled Python search for any of a rule's ``prefilter`` patterns (RE2 syntax that
+    Python's ``re`` reads the same: literals, classes, bounded repeats, groups)."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
 @dataclass(frozen=True, slots=True)
