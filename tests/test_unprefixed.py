@@ -258,3 +258,25 @@ def test_strict_makes_local_only_blocking(tmp_path):
     assert {(str(f.verdict), f.blocking) for f in strict.findings} == {("local-only", True)}
     assert strict.exit_code == 1
     assert scan([str(shard)], cache=None).exit_code == 0
+
+
+@pytest.mark.parametrize("layout", ["yaml", "json"])
+def test_short_kubernetes_secret_values_are_decoded_too(layout):
+    from shardscan.ruleset import load_ruleset
+    from shardscan.engine import Scanner
+
+    secret = pw("k8s-short", 10)  # 16 base64 characters: shorter than any token the decoder looks for
+    value = b64(secret)
+    if layout == "yaml":
+        text = f"apiVersion: v1\nkind: Secret\ntype: Opaque\ndata:\n  user: {b64('app')}\n  password: {value}\n"
+    else:
+        text = json.dumps({"apiVersion": "v1", "kind": "Secret", "data": {"user": b64("app"), "password": value}})
+    findings, limits = Scanner(load_ruleset()).scan_text(text)
+    start = text.index(value)
+    assert limits == []
+    assert [(f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in findings] == [
+        ("password-assignment", start, start + len(value), ("base64",), "unverified")
+    ]
+    # Outside a Secret manifest, short values are not decoded: the value as written is the password.
+    other = text.replace("Secret", "ConfigMap")
+    assert [f.encoding for f in Scanner(load_ruleset()).scan_text(other)[0]] == [()]
