@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import regex
 import yaml
 
+from shardscan import arrow_compute
 from shardscan.errors import ConfigError
 from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.ruleset.model import SEVERITIES, Example, Rule, Ruleset
@@ -193,7 +193,7 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
 def _re2_ok(pattern: str) -> bool:
     """Whether ``pattern`` compiles in RE2 (the prefilter's engine)."""
     try:
-        pc.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
+        arrow_compute.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False
     return True
