@@ -174,3 +174,31 @@ def test_short_values_and_bad_entries_are_refused(tmp_path):
     listing.write_text("sha256:abc\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="64 hex digits"):
         load_known_secrets([listing], {})
+
+
+@pytest.mark.parametrize("form", ["plain", "json-escaped", "base64"])
+@pytest.mark.parametrize("entry", ["env", "file", "sha"])
+def test_every_entry_in_every_form(secrets, entry, form):
+    entries = load_known_secrets([secrets["list"]], {"IRIS_PROXY_TOKEN": secrets["env"]})
+    label = {"env": "env:IRIS_PROXY_TOKEN", "file": "file:proxy.token",
+             "sha": "sha256:" + hashlib.sha256(secrets["sha"].encode()).hexdigest()[:12]}[entry]
+    value = secrets[entry]
+    if form == "plain":
+        cell, encoded = f"the proxy answered with {value} today", value
+    elif form == "json-escaped":
+        encoded = json.dumps(value)[1:-1].replace("/", "\\/")
+        cell = '{"output": "token=\\"' + encoded + '\\" ok"}'
+    else:
+        encoded = base64.b64encode(f"export PROXY={value}\n".encode()).decode()
+        cell = f"echo {encoded} | base64 -d >> ~/.bashrc"
+    scanner = Scanner(load_ruleset(), ScanOptions(known_secrets=entries))
+    assert scanner.known_prefilter.mask(pa.array([cell])).tolist() == [True]
+    found = [f for f in scanner.scan_text(cell)[0] if f.rule_id == "known-secret"]
+    assert [(f.preview, f.fingerprint, str(f.verdict)) for f in found] == [
+        (label, "sha256:" + hashlib.sha256(value.encode()).hexdigest(), "valid")
+    ]
+    [finding] = found
+    span = cell[finding.start : finding.end]
+    # The span covers the value as written: plain, escaped, or (within) the base64 run.
+    assert value in span or encoded in span or span in encoded
+    assert value not in finding.context and value[:8] not in finding.preview
