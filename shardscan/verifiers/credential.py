@@ -161,7 +161,7 @@ def check_basic_auth(candidate: Candidate, _context: object) -> Verification | N
     user, sep, password = decoded.partition(":")
     if not sep:
         return Verification(Verdict.INVALID, "decodes to text without ':', not a user:password pair")
-    host = candidate.group("host")
+    host = candidate.group("host") or _host_on_command_line(candidate.group("rest"))
     return _judged(password, "Basic credentials (base64 user:password)", user, host)
 
 
