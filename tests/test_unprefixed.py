@@ -280,3 +280,15 @@ def test_short_kubernetes_secret_values_are_decoded_too(layout):
     # Outside a Secret manifest, short values are not decoded: the value as written is the password.
     other = text.replace("Secret", "ConfigMap")
     assert [f.encoding for f in Scanner(load_ruleset()).scan_text(other)[0]] == [()]
+
+
+def test_previews_of_short_values_show_one_character_per_eight(report):
+    by_name = {c.name: i for i, c in enumerate(CASES)}
+    [short] = _at(report, by_name["placeholder-too-short"])
+    assert short.preview == "…(7)"
+    [twenty] = _at(report, by_name["url-postgres"])
+    assert twenty.preview == CASES[by_name["url-postgres"]].secret[:4] + "…(20)"
+    from shardscan.redaction import preview
+
+    assert preview("Ab3dEf7hIj") == "A…(10)"
+    assert preview("Ab3dEf7hIj1lMn5pQr") == "Ab…(18)"
