@@ -202,3 +202,21 @@ def test_every_entry_in_every_form(secrets, entry, form):
     # The span covers the value as written: plain, escaped, or (within) the base64 run.
     assert value in span or encoded in span or span in encoded
     assert value not in finding.context and value[:8] not in finding.preview
+
+
+def test_gate_takes_known_secrets_and_its_report_files_hold_no_value(tmp_path, secrets):
+    shard = _shard(tmp_path / "data" / "train.parquet", secrets)
+    reports = tmp_path / "reports"
+    result = runner.invoke(app, ["gate", str(shard), "--known-secrets", secrets["list"], "--report-dir", str(reports),
+                                 "--no-allowlist"], env={"IRIS_PROXY_TOKEN": secrets["env"]})
+    assert result.exit_code == 1
+    written = sorted(p.name for p in reports.iterdir())
+    assert written == ["shardscan-report.html", "shardscan-report.json", "shardscan-report.sarif"]
+    data = json.loads((reports / "shardscan-report.json").read_text(encoding="utf-8"))
+    assert [k["occurrences"] for k in data["known_secrets"]] == [1, 1, 1]
+    sarif = json.loads((reports / "shardscan-report.sarif").read_text(encoding="utf-8"))
+    assert "known-secret" in {r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    for path in reports.iterdir():
+        text = path.read_text(encoding="utf-8")
+        for value in (secrets["env"], secrets["file"], secrets["sha"]):
+            assert value not in text and json.dumps(value)[1:-1] not in text, path
