@@ -105,6 +105,16 @@ def _cases() -> list[Case]:
     add(Case("netrc", f"machine pypi.acme-corp.net\nlogin __token__\npassword {p}\n", "netrc-password", p))
     p = pw("pgpass")
     add(Case("pgpass", f"cat >> ~/.pgpass <<EOF\npg.acme-corp.net:5432:app:etl:{p}\nEOF", "pgpass-password", p))
+    add(Case("netrc-placeholder", "machine api.acme-corp.net login USER password <your-token>\n", "netrc-password",
+             "<your-token>", "redacted"))
+    add(Case("netrc-prose", "The machine login prompt asks for your password."))
+    add(Case("pgpass-localhost", f"# ~/.pgpass\nlocalhost:5432:*:postgres:{pw('pgpass-local')}\n", "pgpass-password",
+             pw("pgpass-local"), "local-only"))
+    add(Case("pgpass-mentioned", "chmod 0600 ~/.pgpass  # libpq ignores it otherwise"))
+    token = b64("admin:admin")
+    add(Case("docker-config-default", json.dumps({"auths": {"registry.acme-corp.net": {"auth": token}}}),
+             "docker-config-auth", token, "example"))
+    add(Case("docker-config-creds-store", json.dumps({"auths": {"ghcr.io": {}}, "credsStore": "osxkeychain"})))
     token = b64(f"robot:{pw('docker-config')}")
     add(Case("docker-config", json.dumps({"auths": {"quay.io": {"auth": token}}}), "docker-config-auth", token))
     # --- assignments in env files, shell, YAML, JSON, TOML, INI, Python, JS, Go, Java
