@@ -418,6 +418,9 @@ def test_keyword_gate_drops_decodings_that_cannot_pay_off():
         ("x\n  Secret access key = '", "Secret access key = '"),
         # A framework's secret and a token are credential names too (generic-secret).
         ("  SECRET_KEY: ", "SECRET_KEY: "),
+        # The label starts at the name, not at the keyword inside it (_PASS in DB_PASSWORD).
+        ("  DB_PASSWORD: ", "DB_PASSWORD: "),
+        ('{"data": {"fs.s3a.secret.key": "', 'fs.s3a.secret.key": "'),
         ("aws_secret_access_key: x\n  token: ", "token: "),
         # Not an assignment to a context keyword: no label.
         ("aws_secret_access_key is stored as ", ""),
