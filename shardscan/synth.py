@@ -241,7 +241,4 @@ def basic_credentials(rng: random.Random, user: str = "deploy") -> str:
 GENERATORS.update({
     "password": lambda rng, arg: password(rng, int(arg or 16)),
     "basic": lambda rng, arg: basic_credentials(rng, arg),
-    "b64password": lambda rng, arg: base64.b64encode(password(rng, int(arg or 20)).encode()).decode(),
-    "b64conn": lambda rng, arg: base64.b64encode(
-        f"{arg or 'postgres'}://app:{password(rng)}@db.acme-corp.net/app".encode()).decode(),
 })

@@ -302,3 +302,18 @@ def test_previews_of_short_values_show_one_character_per_eight(report):
 
     assert preview("Ab3dEf7hIj") == "A…(10)"
     assert preview("Ab3dEf7hIj1lMn5pQr") == "Ab…(18)"
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "mongodb+srv", "mysql", "redis", "amqp"])
+def test_connection_string_base64_encoded_whole_in_a_secret(tmp_path, scheme):
+    """A Secret's DATABASE_URL holds the whole URL in base64: selected by its scheme's base64 forms."""
+    secret = pw(f"b64-url-{scheme}")
+    encoded = b64(f"{scheme}://app:{secret}@db.acme-corp.net:5432/app")
+    shard = write_trace_shard(tmp_path / "secret.parquet",
+                              [trace_row([("tool", f"kind: Secret\ndata:\n  DATABASE_URL: {encoded}\n")])])
+    report = scan([str(shard)], cache=None)
+    text = f"kind: Secret\ndata:\n  DATABASE_URL: {encoded}\n"
+    start = text.index(encoded)
+    assert [(f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in report.findings] == [
+        ("connection-string-password", start, start + len(encoded), ("base64",), "unverified")
+    ]
