@@ -36,6 +36,10 @@ KIND_NAMES: dict[str, str] = {
     "jwt": "JSON Web Tokens",
     "openai": "OpenAI API keys",
     "private-key": "PEM private keys",
+    "connection-string": "Passwords in connection strings and URLs",
+    "password": "Passwords",
+    "generic-secret": "Generic secrets and API keys",
+    "known-secret": "Your own secrets (--known-secrets)",
 }
 
 
