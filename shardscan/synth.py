@@ -241,4 +241,5 @@ def basic_credentials(rng: random.Random, user: str = "deploy") -> str:
 GENERATORS.update({
     "password": lambda rng, arg: password(rng, int(arg or 16)),
     "basic": lambda rng, arg: basic_credentials(rng, arg),
+    "uuid": lambda rng, arg: "-".join(_chars(rng, "0123456789abcdef", n) for n in (8, 4, 4, 4, 12)),
 })

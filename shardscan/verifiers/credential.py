@@ -17,7 +17,7 @@ from collections import Counter
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.common import safe_text
-from shardscan.verifiers.placeholder import _ELISION, _LONG_PLACEHOLDERS, _SEQUENCES, placeholder_reason
+from shardscan.verifiers.placeholder import _ELISION, _LONG_PLACEHOLDERS, _SEQUENCES, is_word_like, placeholder_reason
 
 # Values shorter than this are not worth a reviewer's time: typed test values ("test", "1234").
 MIN_PASSWORD = 8
@@ -43,7 +43,7 @@ DEFAULT_PASSWORDS = frozenset(
 # A value written as a reference to another value: shell and compose variables, templates of
 # Helm/Jinja/Go/Mustache, printf and Python formats, code that reads the environment or a prompt.
 _TEMPLATE = re.compile(
-    r"\$\{[^}]*\}?|\$\(|^\$[A-Za-z_][A-Za-z0-9_]*$|\{\{|\{%|%\([A-Za-z_]+\)[sdr]|^%[sd]$|^\{[A-Za-z_0-9.]*\}$"
+    r"\$\{[^}]*\}?|\$\(|^\$[A-Za-z_][A-Za-z0-9_]*$|\{\{|\{%|%\([A-Za-z_]+\)[sdr]|^%[sd]$|^\{[^{}]*\}$"
     r"|^<[^>]*>?$|^\[[^\]]*\]?$|os\.environ|os\.getenv|getenv\(|process\.env|getpass|ENV\[|System\.getenv"
     r"|^\$\d$|^@[A-Za-z_]|^%[A-Za-z_]+%$|^:[a-z_]+$",
 )
@@ -58,7 +58,15 @@ def _entropy(text: str) -> float:
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
-def placeholder_value(value: str, user: str | None = None) -> Verification | None:
+_NAMES_ITSELF = re.compile(r"pass(?:word|wd)|secret", re.I)
+
+
+def _squash(text: str) -> str:
+    """``text`` lower-cased without separators and quotes (``FORCE_CHANGE_PASSWORD`` ~ ``forceChangePassword``)."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def placeholder_value(value: str, user: str | None = None, name: str | None = None) -> Verification | None:
     """Verdict for a value that is not a usable credential (template, mask, default, too weak); else None."""
     if not value:
         return Verification(Verdict.REDACTED, "empty value")
@@ -73,6 +81,12 @@ def placeholder_value(value: str, user: str | None = None) -> Verification | Non
         return Verification(Verdict.EXAMPLE, "the same as the user name: a default, not a secret")
     if lowered in DEFAULT_PASSWORDS or lowered.strip("!.1") in DEFAULT_PASSWORDS:
         return Verification(Verdict.EXAMPLE, "a well-known default or placeholder value")
+    if name and _squash(value) == _squash(name):
+        return Verification(Verdict.REDACTED, "repeats the name it is assigned to: a label or enum value, not a secret")
+    if not re.search(r"[0-9]", value) and is_word_like(value):
+        return Verification(Verdict.REDACTED, "made of words without a digit: a label or placeholder, not a secret")
+    if _NAMES_ITSELF.search(value) and is_word_like(re.sub(r"[^A-Za-z]", "", value)):
+        return Verification(Verdict.REDACTED, "words naming a password or secret: a placeholder, not a secret")
     if _YOUR.search(value) or _LONG_PLACEHOLDERS.search(value):
         return Verification(Verdict.REDACTED, "placeholder text instead of a value")
     if re.search(r"example|sample", value, re.I):
@@ -124,9 +138,9 @@ def host_scope(host: str | None) -> tuple[str, str]:
     return "remote", shown
 
 
-def _judged(value: str, what: str, user: str | None, host: str | None) -> Verification:
-    """The verdict of a password ``value`` for ``what`` (a service) at ``host``."""
-    if (reason := placeholder_value(value, user)) is not None:
+def _judged(value: str, what: str, user: str | None, host: str | None, name: str | None = None) -> Verification:
+    """The verdict of a password ``value`` for ``what`` (a service) at ``host``, assigned to ``name``."""
+    if (reason := placeholder_value(value, user, name)) is not None:
         return Verification(reason.verdict, f"{what}: {reason.detail}")
     who = f" (user {safe_text(user, 40)})" if user else ""
     scope, shown = host_scope(host)
@@ -199,7 +213,7 @@ def check_password(candidate: Candidate, context: object) -> Verification | None
     what = f"password assigned to {safe_text(name, 40)}" if name else f"password on a {tool} command line" if tool \
         else "password"
     host = candidate.group("host") or _host_on_command_line(candidate.group("args"), candidate.group("rest"))
-    verdict = _judged(candidate.secret, what, candidate.group("user"), host)
+    verdict = _judged(candidate.secret, what, candidate.group("user"), host, name)
     text = getattr(context, "text", "")
     if verdict.verdict == Verdict.UNVERIFIED and name and _IMAGE_INIT.match(name.strip("\"'").upper()) \
             and _CONTAINER_CONTEXT.search(text):
@@ -215,7 +229,7 @@ def check_generic_secret(candidate: Candidate, _context: object) -> Verification
     """A value assigned to a secret, token or API-key name: reported when it looks generated."""
     name = safe_text(candidate.group("name") or "a secret name", 40)
     value = candidate.secret
-    if (reason := placeholder_value(value)) is not None:
+    if (reason := placeholder_value(value, None, candidate.group("name"))) is not None:
         return Verification(reason.verdict, f"value of {name}: {reason.detail}")
     if (generic := placeholder_reason(value)) is not None:
         return Verification(generic.verdict, f"value of {name}: {generic.detail}")
