@@ -17,11 +17,14 @@ from shardscan.cache import ResultCache, partition
 from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.errors import ConfigError
+from shardscan.known_secrets import KIND as KNOWN_KIND
+from shardscan.known_secrets import RULE_ID as KNOWN_RULE
+from shardscan.known_secrets import KnownSecret
 from shardscan.model import ScanIssue, ShardResult
 from shardscan.policy import Policy
 from shardscan.reader import ShardRef, discover_files
 from shardscan.reconcile import apply_allowlist, apply_policy
-from shardscan.report import ExclusionCount, FileCounts, NotScannedFile, Report, RuleInfo, build_report
+from shardscan.report import ExclusionCount, FileCounts, KnownSecretSummary, NotScannedFile, Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
 ProgressCallback = Callable[[ShardResult], None]
@@ -247,6 +250,9 @@ def _finish(
     if allowlist is not None:
         results, summary = apply_allowlist(results, allowlist, scanned_at.date())
     results = apply_policy(results, policy)
+    rules = tuple(RuleInfo(r.id, r.kind, r.name, r.description, r.severity) for r in ruleset.rules)
+    if options.known_secrets:
+        rules += (KNOWN_SECRET_RULE,)
     return build_report(
         results,
         policy,
@@ -255,10 +261,31 @@ def _finish(
         scanned_at=scanned_at,
         seconds=time.perf_counter() - started,
         extra_issues=extra,
-        rules=tuple(RuleInfo(r.id, r.kind, r.name, r.description, r.severity) for r in ruleset.rules),
+        rules=rules,
         allowlist=summary,
         files=files,
+        known_secrets=known_secret_summaries(results, options.known_secrets),
     )
+
+
+KNOWN_SECRET_RULE = RuleInfo(
+    KNOWN_RULE, KNOWN_KIND, "A secret you named (--known-secrets)",
+    "An occurrence, in any decoded form, of a value listed in a --known-secrets file (an environment "
+    "variable, a file's content, or a SHA-256 fingerprint).", "critical",
+)
+
+
+def known_secret_summaries(
+    results: list[ShardResult], entries: tuple[KnownSecret, ...]
+) -> tuple[KnownSecretSummary, ...]:
+    """Per entry: the cells the scan searched (every string cell read) and the occurrences found."""
+    cells = sum(r.stats.cells for r in results)
+    found: dict[str, int] = {}
+    for result in results:
+        for finding in result.findings:
+            if finding.rule_id == KNOWN_RULE:
+                found[finding.fingerprint] = found.get(finding.fingerprint, 0) + 1
+    return tuple(KnownSecretSummary(e.label, cells, found.get(e.fingerprint, 0)) for e in entries)
 
 
 def now_utc() -> datetime:

@@ -41,6 +41,7 @@ try:
         ScanOptions,
     )
     from shardscan.errors import ConfigError, OutputError
+    from shardscan.known_secrets import load_known_secrets
     from shardscan.policy import EXIT_USAGE, Policy
     from shardscan.report import Report
     from shardscan.reporters import EXTENSIONS, FORMATS, RenderOptions, render
@@ -167,6 +168,15 @@ NoAllowlistOpt = Annotated[bool, typer.Option("--no-allowlist", help="Ignore any
 FailOnStaleOpt = Annotated[
     bool, typer.Option("--fail-on-stale", help="Stale or expired allowlist entries fail the gate (exit 1).")
 ]
+KnownSecretsOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--known-secrets", metavar="FILE",
+        help="File of your own secrets to prove absent (repeatable): one entry a line, env:NAME, file:PATH or "
+        "sha256:HEX. Every occurrence, in any encoding, blocks; reports state per entry the cells searched and "
+        "the occurrences found (never the value).",
+    ),
+]
 EngineOpt = Annotated[str, typer.Option("--engine", help="Where work items run: local (this process) or ray (Ray tasks; needs the shardscan[ray] extra).")]
 RayAddressOpt = Annotated[
     str | None,
@@ -251,6 +261,15 @@ def _load_allowlist(path: Path | None, no_allowlist: bool, ruleset: Ruleset, def
         path = candidate
     try:
         return load_allowlist(path, secret_check=_secret_check(ruleset))
+    except ConfigError as err:
+        raise _fail(str(err)) from None
+
+
+def _known_secrets(paths: list[Path]):
+    """The entries of ``--known-secrets`` files; a file or entry that cannot be read is a usage error
+    naming the file, line and entry (never a value)."""
+    try:
+        return load_known_secrets(paths)
     except ConfigError as err:
         raise _fail(str(err)) from None
 
@@ -446,6 +465,7 @@ def scan(
     max_findings_per_cell: CellFindingsOpt = DEFAULT_MAX_FINDINGS_PER_CELL,
     max_findings_per_shard: ShardFindingsOpt = DEFAULT_MAX_FINDINGS_PER_SHARD,
     allow_truncated_findings: AllowTruncatedOpt = False,
+    known_secrets: KnownSecretsOpt = [],  # noqa: B006
 ) -> None:
     """Scan shards and exit 0 (clean), 1 (blocking findings), 2 (usage error) or 3 (incomplete scan).
 
@@ -477,6 +497,7 @@ def scan(
         reveal_secrets=show_secrets,
         memory_budget=_memory_budget(memory_budget),
         **_finding_caps(max_findings_per_cell, max_findings_per_shard),
+        known_secrets=_known_secrets(known_secrets),
     )
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale,
@@ -579,13 +600,15 @@ def gate(
     max_findings_per_cell: CellFindingsOpt = DEFAULT_MAX_FINDINGS_PER_CELL,
     max_findings_per_shard: ShardFindingsOpt = DEFAULT_MAX_FINDINGS_PER_SHARD,
     allow_truncated_findings: AllowTruncatedOpt = False,
+    known_secrets: KnownSecretsOpt = [],  # noqa: B006
 ) -> None:
     """Publish gate: scan, write JSON, SARIF and HTML reports into --report-dir, exit with the gate's code."""
     jobs = _jobs(jobs)
     ruleset = _load_rules(rules, disable)
     accepted = _load_allowlist(allowlist, no_allowlist, ruleset)
     options = ScanOptions(now=_parse_now(now), memory_budget=_memory_budget(memory_budget),
-                          **_finding_caps(max_findings_per_cell, max_findings_per_shard))
+                          **_finding_caps(max_findings_per_cell, max_findings_per_shard),
+                          known_secrets=_known_secrets(known_secrets))
     policy = Policy(strict=strict, skip_unreadable=skip_unreadable, fail_on_stale=fail_on_stale,
                     allow_truncated_findings=allow_truncated_findings)
     report = _run_scan(paths, ruleset, policy, options, accepted, _cache_location(no_cache, cache_dir), None, jobs,

@@ -22,6 +22,9 @@ from shardscan.decoders.shell_prompt import NAME as SHELL_PROMPT
 from shardscan.decoders.terminal_wrap import NAME as TERMINAL_WRAP
 from shardscan.detect import RegexTimeout, detect
 from shardscan.errors import ShardReadError, describe_exception
+from shardscan.known_secrets import KIND as KNOWN_KIND
+from shardscan.known_secrets import RULE_ID as KNOWN_RULE
+from shardscan.known_secrets import KnownSecret, KnownSecretMatcher
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult, Verdict, Verification
 from shardscan.prefilter import Prefilter, RuleGate, value_offsets
 from shardscan.relax import relax
@@ -103,6 +106,9 @@ class ScanOptions:
     # Caps on findings listed one by one (see DEFAULT_MAX_FINDINGS_PER_CELL).
     max_findings_per_cell: int = DEFAULT_MAX_FINDINGS_PER_CELL
     max_findings_per_shard: int = DEFAULT_MAX_FINDINGS_PER_SHARD
+    # Your own secrets (``--known-secrets``): every occurrence of each is a blocking finding. The
+    # values are left out of repr, so the result cache is keyed on their fingerprints only.
+    known_secrets: tuple[KnownSecret, ...] = ()
 
     def __post_init__(self) -> None:
         # A clock without a timezone is taken as UTC: expiry claims are UTC instants, and comparing
@@ -173,16 +179,25 @@ class Scanner:
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
+        # Rules with ``prefilter`` patterns select cells by those instead of by their keywords.
+        selecting = ruleset.prefilter_keywords
+        encoded = self.keywords.encoded if selecting == ruleset.keywords else tuple(
+            decoders.encoded_keyword_patterns(selecting, ruleset.token_keywords, ruleset.context_keywords)
+        )
         self.prefilter = Prefilter.from_keywords(
-            ruleset.keywords, self.keywords.encoded if decoding else (), ruleset.token_keywords,
+            selecting, (encoded if decoding else ()) + ruleset.prefilter_patterns, ruleset.token_keywords,
             # The forms of keywords nested deeper than one encoding, up to one level beyond the
             # decoding depth: a keyword nested beyond it must select its cell, to be reported as a
             # limit hit instead of passing unseen.
             decoders.deep_keyword_patterns(
-                ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1
+                selecting, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1
             ) if decoding and hyperscan_matcher.enabled() else (),
             cache_dir=self.options.pattern_cache,
         )
+        # Known secrets select their cells in RE2 only: a compiled Hyperscan database is cached on
+        # disk, and one holding the values' literal forms would put them there.
+        self.known = KnownSecretMatcher.build(self.options.known_secrets)
+        self.known_prefilter = Prefilter("|".join(self.known.prefilter_patterns())) if self.known else None
         self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
@@ -387,6 +402,9 @@ class Scanner:
         by_text: dict[str, list[CellLocation]] = defaultdict(list)
         t = time.perf_counter()
         masks = self.prefilter.masks([leaf.values for leaf in batch.leaves])
+        if self.known_prefilter is not None:
+            known = self.known_prefilter.masks([leaf.values for leaf in batch.leaves])
+            masks = [mask | extra for mask, extra in zip(masks, known, strict=True)]
         timer.add("prefilter", t)
         for leaf, mask in zip(batch.leaves, masks, strict=True):
             t = time.perf_counter()
@@ -450,10 +468,14 @@ class Scanner:
         raw_rules = self.rules if raw_rules is None else raw_rules
         limits: list[str] = []
         raw: list[tuple[Candidate, int, int]] = []
+        known: dict[tuple[str, int, int], tuple[str, ...]] = {}  # (digest, start, end) -> decode chain
         t = time.perf_counter()
         decoding = 0.0  # time spent producing decoded views, reported as its own stage
         budget = decoders.DecodeBudget.of(self.options.decode)
         for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
+            if self.known:
+                for hit in self.known.in_raw(window):
+                    known.setdefault((hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
             views = decoders.views(
                 window, self.options.decode, limits.append, self.keywords, continued=offset > 0, budget=budget
             )
@@ -463,6 +485,12 @@ class Scanner:
                 decoding += time.perf_counter() - since
                 if view is None:
                     break
+                if self.known and view.encoding:
+                    for entry, k_start, k_end in self.known.in_view(view.text):
+                        k_start, k_end = view.original_span(k_start, k_end)
+                        key = (entry.digest, offset + k_start, offset + k_end)
+                        if len(known.get(key, view.encoding)) >= len(view.encoding):
+                            known[key] = view.encoding
                 rules = raw_rules if not view.encoding else self.rules
                 if not rules:
                     continue
@@ -475,11 +503,14 @@ class Scanner:
         timer.totals["decode"] += decoding
         t = timer.add("match", t + decoding)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
-        if not raw:  # most candidate cells: a keyword, but no secret
+        if not raw and not known:  # most candidate cells: a keyword, but no secret
             timer.add("verify", t)
             return [], limits
-        kept = _deduplicate(raw, self.ruleset, text)
-        spans = sorted((s, e, preview(c.secret)) for c, s, e in kept)
+        kept = _deduplicate(raw, self.ruleset, text) if raw else []
+        known = _one_per_occurrence(known)
+        labels = {entry.digest: entry.label for entry in self.known.entries}
+        spans = sorted([(s, e, preview(c.secret)) for c, s, e in kept]
+                       + [(s, e, labels[digest]) for digest, s, e in known])
         reach = span_reach(spans)
         verifications = _Verifications(self.options.now, text)
         cap = self.cell_finding_cap()
@@ -494,6 +525,22 @@ class Scanner:
                 f"(--max-findings-per-cell): {len(kept) - len(listed)} aggregated by rule and verdict into "
                 f"{len(aggregates)} finding(s) with a count"
             )
+        out += [
+            CellFinding(
+                rule_id=KNOWN_RULE,
+                kind=KNOWN_KIND,
+                severity="critical",
+                start=start,
+                end=end,
+                fingerprint="sha256:" + digest,
+                preview=labels[digest],
+                verdict=Verdict.VALID,
+                detail=f"{labels[digest]}: an occurrence of a secret you named (--known-secrets)",
+                encoding=chain,
+                context=context_snippet(text, start, end, spans, reach),
+            )
+            for (digest, start, end), chain in sorted(known.items(), key=lambda item: item[0][1:])
+        ]
         timer.add("verify", t)
         return out, limits
 
@@ -700,6 +747,17 @@ def cap_shard_findings(findings: list[Finding], cap: int, shard: str) -> tuple[l
     return listed + aggregates, [issue]
 
 
+def _one_per_occurrence(known: dict[tuple[str, int, int], tuple[str, ...]]) -> dict[tuple[str, int, int], tuple[str, ...]]:
+    """One known-secret hit per occurrence: of overlapping hits of one entry (the base64 form found
+    in the raw text, and the decoded run it lies in), the least-decoded, narrowest one."""
+    kept: dict[tuple[str, int, int], tuple[str, ...]] = {}
+    for key in sorted(known, key=lambda k: (len(known[k]), k[2] - k[1], k[1])):
+        digest, start, end = key
+        if not any(d == digest and s < end and start < e for d, s, e in kept):
+            kept[key] = known[key]
+    return kept
+
+
 def _attach(cf: CellFinding, location: CellLocation) -> Finding:
     return Finding(
         rule_id=cf.rule_id,
@@ -780,7 +838,7 @@ def _deduplicate(
             for o in decoded[item[0].rule_id]
         )
     ]
-    kept = sorted(readable, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id))
+    kept = _drop_fallbacks(sorted(readable, key=lambda item: (item[1], -(item[2] - item[1]), item[0].rule_id)), ruleset)
     coverable = _coverable_by_another_rule(kept)
     kept = [
         item
@@ -817,6 +875,25 @@ def _overlap(item: tuple[Candidate, int, int], other: tuple[Candidate, int, int]
     if (o_start, o_end) == (start, end) and o_cand.encoding == cand.encoding and cand.encoding:
         return o_cand.start < cand.end and cand.start < o_cand.end
     return o_start < end and start < o_end
+
+
+# Kinds found by their position (a password name, a URL's userinfo) rather than their shape: when
+# a rule of another kind reads the same value (a GitHub token in GITHUB_TOKEN=, in a clone URL),
+# that rule's finding says more, and the value is reported once.
+FALLBACK_KINDS = frozenset({"connection-string", "password", "generic-secret"})
+
+
+def _drop_fallbacks(kept: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> list[tuple[Candidate, int, int]]:
+    """``kept`` without the fallback-kind matches whose span overlaps a match of another kind
+    (which covers it, or which it runs over: ``token=<ghp_…>&x=1`` read up to the ``&``)."""
+    kinds = [ruleset.get(item[0].rule_id).kind for item in kept]
+    if not any(kind in FALLBACK_KINDS for kind in kinds):
+        return kept
+    specific = [item for item, kind in zip(kept, kinds, strict=True) if kind not in FALLBACK_KINDS]
+    return [
+        item for item, kind in zip(kept, kinds, strict=True)
+        if kind not in FALLBACK_KINDS or not any(o[1] < item[2] and item[1] < o[2] for o in specific)
+    ]
 
 
 def _coverable_by_another_rule(kept: list[tuple[Candidate, int, int]]) -> list[bool]:

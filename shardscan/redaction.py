@@ -32,8 +32,13 @@ def fingerprint(secret: str, kind: str = "") -> str:
 
 
 def preview(secret: str) -> str:
-    """The first four characters, an ellipsis and the length: never more."""
-    return f"{secret[:PREVIEW_CHARS]}…({len(secret)})"
+    """The first four characters, an ellipsis and the length: never more.
+
+    A value shorter than 20 characters (a password; no token is that short) shows one character
+    per eight: four characters would be half of an eight-character password.
+    """
+    shown = PREVIEW_CHARS if len(secret) >= 20 else len(secret) // 8
+    return f"{secret[:shown]}…({len(secret)})"
 
 
 def mask_tokens(text: str) -> str:

@@ -35,6 +35,27 @@ class AllowlistSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownSecretSummary:
+    """What the scan learnt about one ``--known-secrets`` entry: how many cells it searched, and
+    how many occurrences it found (the entry by its label only, never its value)."""
+
+    label: str
+    cells: int
+    occurrences: int
+
+    @property
+    def sentence(self) -> str:
+        """The statement a dataset card can quote: ``env:X: searched 1,204 cells, 0 occurrences``."""
+        return f"{self.label}: {self.outcome}"
+
+    @property
+    def outcome(self) -> str:
+        """``searched 1,204 cells, 0 occurrences`` (the sentence without the label)."""
+        return (f"searched {self.cells:,} cell{'s' if self.cells != 1 else ''}, "
+                f"{self.occurrences} occurrence{'s' if self.occurrences != 1 else ''}")
+
+
+@dataclass(frozen=True, slots=True)
 class RuleInfo:
     """What reporters need to know about a rule (SARIF rule entries, legends): never its pattern."""
 
@@ -106,6 +127,7 @@ class Report:
     rules: tuple[RuleInfo, ...] = ()
     # None for in-memory scans (``scan_table``), which have no files.
     files: FileCounts | None = None
+    known_secrets: tuple[KnownSecretSummary, ...] = ()
 
     @property
     def blocking(self) -> tuple[Finding, ...]:
@@ -161,6 +183,7 @@ def build_report(
     allowlist: AllowlistSummary | None = None,
     rules: tuple[RuleInfo, ...] = (),
     files: FileCounts | None = None,
+    known_secrets: tuple[KnownSecretSummary, ...] = (),
 ) -> Report:
     """Assemble a report from per-shard results whose findings are already reconciled."""
     results = sorted(results, key=lambda r: r.shard)
@@ -210,4 +233,5 @@ def build_report(
         timings=tuple(sorted(timings.items())),
         rules=tuple(rules),
         files=None if files is None else replace(files, excluded_members=stats.excluded_members),
+        known_secrets=tuple(known_secrets),
     )

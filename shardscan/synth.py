@@ -456,3 +456,24 @@ GENERATORS.update({
     "upper_hex": lambda rng, arg: _chars(rng, "0123456789ABCDEF", int(arg or 32)),
     "upper_alnum": lambda rng, arg: _chars(rng, string.ascii_uppercase + string.digits, int(arg or 27)),
 })
+
+
+def password(rng: random.Random, n: int = 16) -> str:
+    """A generated password: mixed-case alphanumerics and a few symbols that URLs, shells and
+    YAML leave alone (no ``@ : / # ' "`` or spaces)."""
+    while True:
+        value = _mixed(rng, n - 2) + _chars(rng, "!%^*-_+=", 1) + _chars(rng, string.digits, 1)
+        if value[0].isalnum():
+            return value
+
+
+def basic_credentials(rng: random.Random, user: str = "deploy") -> str:
+    """Base64 of ``user:<generated password>``, as an ``Authorization: Basic`` header or a Docker ``auth`` field holds it."""
+    return base64.b64encode(f"{user or 'deploy'}:{password(rng)}".encode()).decode()
+
+
+GENERATORS.update({
+    "password": lambda rng, arg: password(rng, int(arg or 16)),
+    "basic": lambda rng, arg: basic_credentials(rng, arg),
+    "uuid": lambda rng, arg: "-".join(_chars(rng, "0123456789abcdef", n) for n in (8, 4, 4, 4, 12)),
+})

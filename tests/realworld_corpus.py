@@ -409,7 +409,8 @@ def positives() -> list[Case]:
     add("aws-sts-json", "aws",
         json.dumps({"Credentials": {"AccessKeyId": kid, "SecretAccessKey": sec, "SessionToken": b64("sts-session", 300),
                                     "Expiration": "2026-12-02T18:00:00+00:00"}}, indent=4),
-        E("aws-access-key-id", kid), E("aws-secret-access-key", sec))
+        E("aws-access-key-id", kid), E("aws-secret-access-key", sec),
+        E("generic-secret-assignment", b64("sts-session", 300), "unverified"))
     kid, sec = akid("aws-csv"), aws_secret("aws-csv")
     add("aws-csv", "aws", f"User name,Password,Access key ID,Secret access key,Console login link\n"
         f"deploy,,{kid},{sec},https://123456789012.signin.aws.amazon.com/console",
@@ -730,7 +731,7 @@ def negatives() -> list[Case]:
         f"'{{\"uid\":\"{uuid('k8s')}\"}}'\nimage: registry.k8s.io/pause@sha256:{hexs('pause', 64)}")
     enc = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
     add("k8s-secret-placeholders", "yaml",
-        f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {enc('changeme')}\n  SECRET_KEY: {enc(b64('k8s-django', 40))}\n"
+        f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {enc('changeme')}\n"
         f"  aws_secret_access_key: {enc('wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY')}\n")
     add("jwt-fixture-text-signature", "code",
         "TOKEN = '" + synth.b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "."
@@ -968,8 +969,10 @@ def cloud_saas() -> list[Case]:
     neg("azurite-connection-string", "cloud", "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=http;AccountName="
         "devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
         "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;")
+    # Without its key and key id (a private_key_id under its name is reported as a generic secret:
+    # see docs/unprefixed.md).
     neg("gcp-key-file-without-key", "cloud", json.dumps({"type": "service_account", "project_id": "ml-train",
-        "client_email": "trainer@ml-train.iam.gserviceaccount.com", "private_key_id": hexs("neg-sa", 40)}))
+        "client_email": "trainer@ml-train.iam.gserviceaccount.com", "client_id": "1" + "0" * 20}))
     neg("gcp-code-checks-type", "code", 'if info.get("type") == "service_account":\n'
         '    creds = service_account.Credentials.from_service_account_info(info)\n'
         '    assert info["private_key"].startswith("-----BEGIN PRIVATE KEY-----")')
@@ -991,6 +994,164 @@ def cloud_saas() -> list[Case]:
     neg("placeholder-env", "docs", "DIGITALOCEAN_TOKEN=dop_v1_" + "0" * 64 + "\nHEROKU_API_KEY=HRKU-" + "x" * 60
         + "\nNEW_RELIC_API_KEY=NRAK-XXXXXXXXXXXXXXXXXXXXXXXXXXX\nCLOUDFLARE_API_TOKEN=<your-token>\n"
         "SENDGRID_API_KEY=SG.xxxxxxxxxxxxxxxxxxxxxx.xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
+    return cases
+
+
+# ---- credentials without a vendor prefix ----------------------------------------------------------
+
+
+_KIND.update({
+    "connection-string-password": "connection-string", "basic-auth-header": "connection-string",
+    "docker-config-auth": "connection-string", "password-assignment": "password", "password-command-line": "password",
+    "netrc-password": "password", "pgpass-password": "password", "generic-secret-assignment": "generic-secret",
+})
+
+
+def U(rule_id: str, secret: str) -> Expect:
+    """An expectation of a credential without a vendor prefix: no offline check, so ``unverified``."""
+    return E(rule_id, secret, "unverified")
+
+
+def pw(name: str, n: int = 20) -> str:
+    """A generated password (see ``synth.password``)."""
+    return synth.password(_rng(name + "pw"), n)
+
+
+def unprefixed_positives() -> list[Case]:
+    """Passwords, connection strings and generic secrets where traces show them: env files, compose
+    and Kubernetes manifests, tool-call JSON, command lines, credential files, source code."""
+    cases: list[Case] = []
+
+    def add(name: str, category: str, text: str, *expect: Expect) -> None:
+        cases.append(Case(name, category, text, tuple(expect)))
+
+    enc = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    a, b = pw("env-db"), pw("env-redis")
+    add("dotenv-connection-strings", "env",
+        f"APP_ENV=production\nDATABASE_URL=postgres://app:{a}@db.prod.acme-corp.net:5432/app\n"
+        f"REDIS_URL=rediss://:{b}@cache.acme-corp.net:6380/0\nLOG_LEVEL=info\n",
+        U("connection-string-password", a), U("connection-string-password", b))
+    a = pw("mongo-srv")
+    add("tool-call-mongodb-srv", "json",
+        json.dumps({"tool": "write_file", "arguments": {"path": "config.json", "content": json.dumps(
+            {"mongo": {"uri": f"mongodb+srv://svc:{a}@cluster0.x1y2z.mongodb.net/prod?retryWrites=true"}})}}),
+        U("connection-string-password", a))
+    a = pw("git-remote-slashes")
+    add("php-escaped-git-url", "json",
+        '{"remote":"https:\\/\\/deploy:' + a + '@git.acme-corp.net\\/team\\/app.git"}',
+        U("connection-string-password", a))
+    a = pw("sqlalchemy")
+    add("python-sqlalchemy", "code",
+        f'engine = create_engine("mysql+pymysql://etl:{a}@mysql-1.acme-corp.net:3306/shop", pool_size=5)\n',
+        U("connection-string-password", a))
+    a = pw("json-password")
+    add("json-password-field", "json",
+        json.dumps({"host": "pg.acme-corp.net", "port": 5432, "user": "report", "password": a}),
+        U("password-assignment", a))
+    a = pw("psycopg")
+    add("python-connect-kwargs", "code",
+        f"conn = psycopg2.connect(host='pg.acme-corp.net', dbname='app', user='etl', password='{a}')",
+        U("password-assignment", a))
+    a = pw("yaml-pw")
+    add("yaml-config-password", "yaml",
+        f"database:\n  host: db.acme-corp.net\n  username: app\n  password: \"{a}\"\n  pool: 10\n",
+        U("password-assignment", a))
+    a = pw("curl-u")
+    add("curl-basic-user", "shell",
+        f"$ curl -s -u admin:{a} https://jenkins.acme-corp.net/api/json | jq .jobs",
+        U("password-command-line", a))
+    a = pw("mysql-p")
+    add("mysql-remote-p", "shell",
+        f"mysql -h mysql.acme-corp.net -u root -p'{a}' -e 'SHOW DATABASES;'", U("password-command-line", a))
+    a = pw("sshpass")
+    add("sshpass-deploy", "shell", f"sshpass -p '{a}' ssh -o StrictHostKeyChecking=no deploy@build.acme-corp.net",
+        U("password-command-line", a))
+    a = pw("docker-login")
+    add("docker-login-p", "shell", f"docker login -u ci -p {a} registry.acme-corp.net",
+        U("password-command-line", a))
+    a = pw("basic-header")
+    token = enc(f"svc-reports:{a}")
+    add("basic-auth-header", "http",
+        f"curl -H 'Authorization: Basic {token}' https://api.acme-corp.net/v2/reports", U("basic-auth-header", token))
+    a = pw("docker-config")
+    token = enc(f"builder:{a}")
+    add("docker-config-json", "json",
+        json.dumps({"auths": {"registry.acme-corp.net": {"auth": token}}, "credsStore": ""}, indent=2),
+        U("docker-config-auth", token))
+    a = pw("netrc")
+    add("netrc-file", "shell", f"$ cat ~/.netrc\nmachine git.acme-corp.net\n  login ci-bot\n  password {a}\n",
+        U("netrc-password", a))
+    a = pw("k8s-data", 24)
+    add("k8s-secret-db-password-base64", "yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n"
+        f"  DB_USER: {enc('app')}\n  DB_PASSWORD: {enc(a)}\n", U("password-assignment", a))
+    a = pw("k8s-string-data")
+    add("k8s-secret-string-data", "yaml",
+        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\nstringData:\n  SMTP_PASSWORD: \"{a}\"\n",
+        U("password-assignment", a))
+    secret = b64("k8s-django", 40)
+    add("k8s-secret-django-key", "yaml", f"kind: Secret\ndata:\n  SECRET_KEY: {enc(secret)}\n",
+        U("generic-secret-assignment", secret))
+    secret = b64("jwt-secret", 48, synth.ALNUM)
+    add("dotenv-jwt-secret", "env", f"PORT=8080\nJWT_SECRET={secret}\nJWT_TTL=3600\n",
+        U("generic-secret-assignment", secret))
+    secret = b64("django-settings", 50, synth.ALNUM + "!@#%^&*(-_=+)")
+    add("django-settings-secret-key", "code",
+        f"DEBUG = False\nSECRET_KEY = '{secret}'\nALLOWED_HOSTS = ['app.acme-corp.net']\n",
+        U("generic-secret-assignment", secret))
+    secret = hexs("internal-api", 40)
+    add("json-internal-api-key", "json", json.dumps({"service": "billing", "api_key": secret}),
+        U("generic-secret-assignment", secret))
+    return cases
+
+
+def unprefixed_negatives() -> list[Case]:
+    """Code and prose that name credentials without holding one, placeholders and defaults, hashes,
+    and credentials for services only the sandbox reaches (reported non-blocking)."""
+    cases: list[Case] = []
+
+    def add(name: str, category: str, text: str) -> None:
+        cases.append(Case(name, category, text))
+
+    add("code-reads-password", "code",
+        "password = request.form['password']\nif password == confirm:\n    user.password = hashed\n"
+        "token = get_token()\nsecret_key=settings.SECRET_KEY\napi_key = os.environ[\"API_KEY\"]\n")
+    add("type-hints", "code",
+        "def login(username: str, password: str, api_key: str | None = None) -> Token:\n"
+        "    password: Optional[str] = None\n")
+    add("test-fixture-password", "code", 'user = User(email="a@b.c", password="test")\nassert check(password="test")\n')
+    add("getpass-and-env", "code",
+        'password = getpass.getpass("DB password: ")\ndb_password = os.getenv("DB_PASSWORD")\n')
+    add("compose-variables", "yaml",
+        "services:\n  app:\n    environment:\n      DATABASE_URL: postgres://app:${DB_PASSWORD}@db.acme-corp.net/app\n"
+        "      API_TOKEN: ${API_TOKEN}\n")
+    add("helm-template", "yaml", 'password: "{{.Values.db.password}}"\nurl: "{{ .Values.db.url }}"\n')
+    add("python-format", "code", "dsn = 'postgresql://%(user)s:%(pw)s@%(host)s/%(db)s'\npassword = \"%(db_password)s\"\n")
+    add("masked-output", "shell",
+        "DATABASE_URL=postgres://app:********@db.acme-corp.net:5432/app\nPASSWORD=xxxxxxxxxxxx\n")
+    add("docs-connection-strings", "docs",
+        "Connect with `postgres://user:password@localhost:5432/mydb` or "
+        "`mongodb://admin:admin@db.example.com:27017`; the default broker is amqp://guest:guest@rabbitmq:5672/.\n"
+        "MinIO: MINIO_ROOT_PASSWORD=minioadmin\nPOSTGRES_PASSWORD: \"postgres\"\n")
+    add("docs-your-password-here", "docs", 'DB_PASSWORD="your-db-password-here"\nAPI_KEY=<your-api-key>\n')
+    add("htpasswd-hashes", "shell",
+        "$ htpasswd -nbB admin secret\nadmin:$2y$05$" + b64("bcrypt", 53, synth.ALNUM + "./") + "\n"
+        "$ cat .htpasswd\nops:$apr1$" + b64("apr1-salt", 8, synth.ALNUM) + "$" + b64("apr1", 22, synth.ALNUM + "./") + "\n")
+    add("ids-not-secrets", "json",
+        json.dumps({"request_id": uuid("req"), "trace_id": hexs("trace", 32), "max_tokens": 4096,
+                    "usage": {"total_tokens": 1234, "prompt_tokens": 1000}, "csrf_token": b64("csrf2", 40),
+                    "next_page_token": b64("page", 60)}))
+    add("compose-local-only", "yaml",
+        "services:\n  db:\n    image: postgres:16\n    environment:\n      POSTGRES_PASSWORD: " + pw("compose")
+        + "\n  app:\n    environment:\n      DATABASE_URL: postgres://postgres:" + pw("compose")
+        + "@db:5432/postgres\n")
+    add("localhost-services", "shell",
+        f"mysql -u root -p{pw('mysql-local')} -e 'select 1'\n"
+        f"curl -u elastic:{pw('es-local')} http://localhost:9200/_cluster/health\n"
+        f"redis-cli -u redis://default:{pw('redis-local')}@127.0.0.1:6379 ping\n")
+    add("prose-about-passwords", "docs",
+        "The password must be at least 12 characters. Enter your password: \nForgot password? Reset it at "
+        "https://accounts.acme-corp.net/reset. A token is a unit of text; max tokens: 4096.\n")
     return cases
 
 
@@ -1270,9 +1431,11 @@ def transcripts() -> list[Case]:
 
 
 def corpus() -> list[Case]:
-    """Every case: positives first (long sessions last among them), then hard negatives, then the
-    blocks of families and transcript shapes added later (each with its positives and negatives)."""
-    return positives() + long_traces() + negatives() + cloud_saas() + llm_code_cases() + transcripts()
+    """Every case: positives first (long sessions, then credentials without a vendor prefix last
+    among them), then hard negatives (those of credentials without a prefix last), then the blocks of
+    families and transcript shapes added later (each with its positives and negatives)."""
+    return (positives() + long_traces() + unprefixed_positives() + negatives() + unprefixed_negatives()
+            + cloud_saas() + llm_code_cases() + transcripts())
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -1399,6 +1562,28 @@ def figures(results: list[CaseResult]) -> Figures:
     )
 
 
+def _by_kind(results: list[CaseResult]) -> list[str]:
+    """Per credential kind: labelled, found, found blocking, and findings (blocking) on hard negatives."""
+    rows: dict[str, Counter] = defaultdict(Counter)
+    for r in results:
+        for exp in r.case.expect:
+            rows[exp.kind]["pos"] += 1
+        for exp in r.found:
+            rows[exp.kind]["found"] += 1
+            rows[exp.kind]["blocking"] += bool(exp.verdicts <= BLOCKING)
+        if r.case.negative:
+            for rule, verdict in r.extra:
+                kind = _KIND.get(rule, rule)
+                rows[kind]["neg"] += 1
+                rows[kind]["neg_block"] += verdict in BLOCKING
+    lines = ["", "## By kind", "", "| kind | labelled | found | found blocking | findings on hard negatives | of which blocking |",
+             "|---|---|---|---|---|---|"]
+    for kind in sorted(rows):
+        c = rows[kind]
+        lines.append(f"| {kind} | {c['pos']} | {c['found']} | {c['blocking']} | {c['neg']} | {c['neg_block']} |")
+    return lines
+
+
 def render(results: list[CaseResult], gap_results: list[CaseResult] = ()) -> str:
     """The Markdown report (docs/precision.md). Holds rule ids and verdicts only, never a value."""
     fig = figures(results)
@@ -1450,6 +1635,7 @@ def render(results: list[CaseResult], gap_results: list[CaseResult] = ()) -> str
     for name in sorted(cats):
         c = cats[name]
         lines.append(f"| {name} | {c['pos']} | {c['found']} | {c['neg']} | {c['neg_any']} | {c['neg_block']} |")
+    lines += _by_kind(results)
     lines += ["", "## Findings on hard negatives (non-blocking unless marked)", ""]
     neg_lines = [
         f"- `{r.case.name}`: " + ", ".join(f"{rule} → {verdict}{' **(blocking)**' if verdict in BLOCKING else ''}"

@@ -416,11 +416,16 @@ def test_keyword_gate_drops_decodings_that_cannot_pay_off():
         (r'{\"secretAccessKey\": \"', r'secretAccessKey\": \"'),
         ("export AWS_SECRET_KEY=", "AWS_SECRET_KEY="),
         ("x\n  Secret access key = '", "Secret access key = '"),
+        # A framework's secret and a token are credential names too (generic-secret).
+        ("  SECRET_KEY: ", "SECRET_KEY: "),
+        # The label starts at the name, not at the keyword inside it (_PASS in DB_PASSWORD).
+        ("  DB_PASSWORD: ", "DB_PASSWORD: "),
+        ('{"data": {"fs.s3a.secret.key": "', 'fs.s3a.secret.key": "'),
+        ("aws_secret_access_key: x\n  token: ", "token: "),
         # Not an assignment to a context keyword: no label.
-        ("  SECRET_KEY: ", ""),
         ("aws_secret_access_key is stored as ", ""),
         ("aws_secret_access_key: see docs; data: ", ""),
-        ("aws_secret_access_key: x\n  token: ", ""),
+        ("  kind: ", ""),
     ],
 )
 def test_label_before_names_the_context_keyword_a_value_is_assigned_to(line, label):
@@ -444,8 +449,9 @@ def test_base64_value_of_a_named_secret_is_read_under_its_name():
     assert [(f.rule_id, f.encoding, text[f.start : f.end]) for f in findings] == [
         ("aws-secret-access-key", ("base64",), encoded)
     ]
-    # The same value under a framework's secret name is not an AWS secret.
-    assert Scanner(ruleset, ScanOptions(now=FIXED_NOW)).scan_text(text.replace("AWS_SECRET_ACCESS_KEY", "SECRET_KEY"))[0] == []
+    # The same value under a framework's secret name is not an AWS secret: a generic one.
+    other = Scanner(ruleset, ScanOptions(now=FIXED_NOW)).scan_text(text.replace("AWS_SECRET_ACCESS_KEY", "SECRET_KEY"))[0]
+    assert [(f.rule_id, f.encoding) for f in other] == [("generic-secret-assignment", ("base64",))]
 
 
 def test_decoders_module_exports():

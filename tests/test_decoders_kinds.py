@@ -177,7 +177,10 @@ def test_encoded_only_cells_reach_python_through_the_prefilter(scanned):
     from shardscan.ruleset import load_ruleset
 
     scanner = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW, regex_timeout=60))
-    off = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW, regex_timeout=60, decode=DecodeLimits(max_depth=0)))
+    # (The Kubernetes Secret's "token: <base64>" is an assignment the generic-secret rule selects
+    # as written: left out here, where only the keywords' encoded forms are under test.)
+    off = Scanner(load_ruleset(disable=["generic-secret"]),
+                  ScanOptions(now=FIXED_NOW, regex_timeout=60, decode=DecodeLimits(max_depth=0)))
     _report, _by_row, forms = scanned
     cells = pa.array([f.cell for f in forms])
     assert scanner.prefilter.mask(cells).all()

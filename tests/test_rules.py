@@ -24,6 +24,7 @@ KINDS = {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-
 KINDS |= {"gcp", "azure", "digitalocean", "alibaba", "heroku", "supabase", "vercel", "netlify", "flyio", "cloudflare",
           "slack", "discord", "telegram", "stripe", "sendgrid", "twilio", "mailgun", "mailchimp", "shopify", "notion",
           "linear", "postman", "sentry", "newrelic", "datadog", "grafana", "age"}
+UNPREFIXED_KINDS = {"connection-string", "password", "generic-secret"}
 
 
 def _example_cases() -> list:
@@ -55,11 +56,11 @@ def test_every_rule_has_examples_and_negative_examples():
 
 def test_builtin_kinds_include_the_seven_families():
     # (More families come as rule files are added; these seven must stay.)
-    assert KINDS <= set(BUILTIN.kinds)
+    assert KINDS | UNPREFIXED_KINDS <= set(BUILTIN.kinds)
     assert {
         f"{k}.yaml"
         for k in ("anthropic", "aws", "github", "huggingface", "jwt", "openai", "private-key")
-        + ("age", "cloud", "messaging", "saas", "stripe")
+        + ("age", "cloud", "messaging", "saas", "stripe", "connection-string", "password", "generic-secret")
     } <= {p.name for p in builtin_rule_files()}
 
 
@@ -359,7 +360,12 @@ def test_disable_by_rule_id_and_by_kind(tmp_path, mixed_shard):
     shard, _ = mixed_shard
     code, report = _scan_json([str(shard), "--disable", "github-pat"])
     assert (code, [f["rule_id"] for f in report["findings"]]) == (1, ["huggingface-token"])
+    # With its own rule disabled, a token assigned to a token name is still a generic secret.
     code, report = _scan_json([str(shard), "--disable", "github", "--disable", "huggingface"])
+    assert (code, [(f["rule_id"], f["column"]) for f in report["findings"]]) == (
+        1, [("generic-secret-assignment", "verifier_output")])
+    code, report = _scan_json([str(shard), "--disable", "github", "--disable", "huggingface",
+                               "--disable", "generic-secret"])
     assert (code, report["findings"]) == (0, [])
 
 

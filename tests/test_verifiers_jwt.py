@@ -258,7 +258,8 @@ def test_a_cell_of_many_tokens_is_searched_for_keys_once():
     tokens = [_signed({"sub": f"user-{i}"}, b"supersecretkey123") for i in range(50)]
     cell = 'SECRET_KEY = "supersecretkey123"\n' + "\n".join(f"token {i}: {t}" for i, t in enumerate(tokens))
     jwt_verifier._placeholder_keys.cache_clear()
-    assert [f.verdict for f in findings(cell)] == [Verdict.EXAMPLE] * 50
+    # (The key's own assignment is a generic secret, a placeholder: not blocking.)
+    assert [f.verdict for f in findings(cell) if f.kind == "jwt"] == [Verdict.EXAMPLE] * 50
     assert jwt_verifier._placeholder_keys.cache_info().misses == 1
 
 

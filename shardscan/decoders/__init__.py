@@ -184,6 +184,9 @@ class KeywordSet:
         found = sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
         for at, length in found:
             if _LABEL_REST.fullmatch(head, at + length):
+                # From the start of the name the keyword is part of (DB_PASSWORD, not _PASSWORD).
+                while at > 0 and (head[at - 1].isascii() and head[at - 1].isalnum() or head[at - 1] in "_.-"):
+                    at -= 1
                 return head[at:]
         return ""
 

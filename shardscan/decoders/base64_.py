@@ -219,6 +219,35 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
             yield Decoded(start, end, as_text, name=name)
         elif wanted is None or wanted(data):
             yield Decoded(start, end, "", data=data, name=name)
+    if _SECRET_MANIFEST.search(request.text):
+        yield from _short_secret_values(request)
+
+
+# A Kubernetes Secret (YAML, or kubectl's JSON): its data values are base64 of any length, and a
+# password of a few characters encodes to fewer than MIN_RUN. In such a manifest only, values of a
+# key on their own line (``  password: aHVudGVyMg==``, ``"password": "aHVudGVyMg=="``) are read
+# down to two characters; they are kept only when they decode to printable text.
+_SECRET_MANIFEST = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret\b""")
+_SHORT_VALUE = re.compile(
+    r"""(?m)(?:^[ \t]+[A-Za-z0-9_.\-]{1,253}:[ \t]+["']?|"[A-Za-z0-9_.\-]{1,253}"[ \t]*:[ \t]*")"""
+    r"""(?P<v>[A-Za-z0-9+/]{2,%d}={0,2})(?=["']?[ \t]*(?:,|\r?$|\}))""" % (MIN_RUN - 1)
+)
+
+
+def _short_secret_values(request: DecodeRequest) -> Iterator[Decoded]:
+    """The data values of a Kubernetes Secret too short for :func:`runs`, decoded."""
+    within = request.within
+    for match in _SHORT_VALUE.finditer(request.text):
+        start, end = match.span("v")
+        value = match.group("v")
+        if len(value) % 4 or (within is not None and not within.touches(start, end)):
+            continue
+        try:
+            text = binascii.a2b_base64(value).decode("utf-8")
+        except (binascii.Error, ValueError):
+            continue
+        if text and text.rstrip("\n").isprintable():
+            yield Decoded(start, end, text, name=NAME)
 
 
 def _read(body: str, shift: int) -> tuple[str, str | None, bytes] | None:

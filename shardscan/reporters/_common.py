@@ -92,6 +92,10 @@ KIND_NAMES: dict[str, str] = {
     "datadog": "Datadog API and application keys",
     "grafana": "Grafana tokens",
     "age": "age secret keys",
+    "connection-string": "Passwords in connection strings and URLs",
+    "password": "Passwords",
+    "generic-secret": "Generic secrets and API keys",
+    "known-secret": "Your own secrets (--known-secrets)",
 }
 
 

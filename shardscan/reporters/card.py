@@ -75,6 +75,14 @@ def render(report: Report, _options: object = None) -> str:
             f"({', '.join(verdicts)}) and do not block publication.",
             "",
         ]
+    if report.known_secrets:
+        out += [
+            "The publisher's own credentials (the values are not reproduced) were searched for in every cell, "
+            "plain and in every decoded form:",
+            "",
+        ]
+        out += [f"- `{k.label.replace('`', '')}`: {k.outcome}" for k in report.known_secrets]
+        out += [""]
     if n["blocking"]:
         out += [f"{n['blocking']} blocking finding(s) must be removed before publication.", ""]
     return "\n".join(out)

@@ -80,6 +80,10 @@ def report_dict(report: Report) -> dict:
         "policy": report.policy.to_dict(),
         "gate": {"passed": decision.passed, "exit_code": decision.exit_code, "reason": decision.reason},
         "findings": [finding_dict(f) for f in report.findings],
+        "known_secrets": [
+            {"entry": k.label, "cells_searched": k.cells, "occurrences": k.occurrences, "statement": k.sentence}
+            for k in report.known_secrets
+        ],
         "errors": [issue_dict(i) for i in report.issues],
         "allowlist": (
             {

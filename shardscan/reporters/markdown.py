@@ -94,6 +94,11 @@ def render(report: Report, _options: object = None) -> str:
         out += [f"- **{md(i.kind)}** {md(issue_where(i))}: {md(i.message)}" for i in report.issues]
         out += [""]
 
+    if report.known_secrets:
+        out += ["### Known secrets", ""]
+        out += [f"- `{k.label.replace('`', '')}`: {k.outcome}" for k in report.known_secrets]
+        out += [""]
+
     allow = report.allowlist
     if allow is not None:
         out += ["### Allowlist", ""]

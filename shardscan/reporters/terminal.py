@@ -102,12 +102,19 @@ def render(report: Report, options) -> str:
         _findings(console, report, table_box, options.width)
         _issues(console, report)
         _allowlist(console, report)
+        _known_secrets(console, report)
         _revealed(console, report)
     _decision(console, report, options.quiet)
     # Text lines fold between words in a terminal and stay whole elsewhere (greppable in CI logs);
     # tables and finding blocks fit the width.
     # rich pads titles and cells to the table width; trailing blanks only add noise to logs and diffs.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+def _known_secrets(console: Console, report: Report) -> None:
+    """One line per ``--known-secrets`` entry: cells searched and occurrences (the entry's label only)."""
+    for k in report.known_secrets:
+        console.print(_t(f"known secret {k.sentence}", "bold red" if k.occurrences else "green"))
 
 
 def _revealed(console: Console, report: Report) -> None:

@@ -7,9 +7,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import regex
 import yaml
 
+from shardscan import arrow_compute
 from shardscan.errors import ConfigError
 from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.ruleset.model import SEVERITIES, Example, Rule, Ruleset
@@ -19,7 +21,7 @@ _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
 _OPTIONAL = (
     "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords",
-    "context_keywords", "fallback"
+    "context_keywords", "fallback", "prefilter"
 )
 _MAX_PATTERN_CHARS = 4000
 
@@ -152,6 +154,9 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
     if both := [k for k in context if k in token_start]:
         raise fail(f"a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': "
                    f"{', '.join(both)})")
+    prefilter = _string_list(raw, "prefilter", fail)
+    if bad := [p for p in prefilter if not _re2_ok(p) or not _python_ok(p)]:
+        raise fail(f"'prefilter' pattern is not valid in both RE2 and Python's re: {bad[0][:60]!r}")
     verify = _string_list(raw, "verify", fail)
     fallback = raw.get("fallback", False)
     if not isinstance(fallback, bool):
@@ -185,7 +190,26 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         token_keywords=tuple(token_start),
         context_keywords=tuple(context),
         fallback=fallback,
+        prefilter=tuple(prefilter),
     )
+
+
+def _re2_ok(pattern: str) -> bool:
+    """Whether ``pattern`` compiles in RE2 (the prefilter's engine)."""
+    try:
+        arrow_compute.match_substring_regex(pa.array([""], type=pa.large_string()), pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _python_ok(pattern: str) -> bool:
+    """Whether ``pattern`` compiles in Python's ``re`` (the detector's per-view check)."""
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
 
 
 def _string_list(raw: dict, key: str, fail, required: bool = False) -> list[str]:

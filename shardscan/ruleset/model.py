@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import regex
 
@@ -45,10 +47,29 @@ class Rule:
     # finding of a specific rule overlaps one of it, the specific rule's finding is the secret's
     # only finding.
     fallback: bool = False
+    # RE2 patterns that select this rule's cells in the prefilter instead of its keywords: for
+    # keywords too common to select on alone (``://`` in every URL, ``password`` in prose), a
+    # pattern of the credential's shape around them (``://user:pass@``, ``password=``). The
+    # keywords still decide which views the rule runs on.
+    prefilter: tuple[str, ...] = ()
 
     def keyword_in(self, text: str) -> bool:
-        """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter)."""
-        return any(keyword in text for keyword in self.keywords)
+        """True when any of the rule's keywords occurs in ``text`` (the per-rule prefilter).
+
+        For a rule with ``prefilter`` patterns, also one of them must match: its keywords alone
+        (``token``, ``://``) are in most decoded views, and the patterns are a superset of what
+        the rule matches in plain text.
+        """
+        if not any(keyword in text for keyword in self.keywords):
+            return False
+        return not self.prefilter or _alternation(self.prefilter).search(text) is not None
+
+
+@lru_cache(maxsize=64)
+def _alternation(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled Python search for any of a rule's ``prefilter`` patterns (RE2 syntax that
+    Python's ``re`` reads the same: literals, classes, bounded repeats, groups)."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +97,21 @@ class Ruleset:
             for keyword in rule.keywords:
                 seen.setdefault(keyword, None)
         return tuple(seen)
+
+    @property
+    def prefilter_keywords(self) -> tuple[str, ...]:
+        """The keywords the prefilter selects cells by: those of every rule without ``prefilter`` patterns."""
+        seen: dict[str, None] = {}
+        for rule in self.rules:
+            if not rule.prefilter:
+                for keyword in rule.keywords:
+                    seen.setdefault(keyword, None)
+        return tuple(seen)
+
+    @property
+    def prefilter_patterns(self) -> tuple[str, ...]:
+        """Every rule's ``prefilter`` patterns, deduplicated, in a stable order."""
+        return tuple(dict.fromkeys(p for rule in self.rules for p in rule.prefilter))
 
     @property
     def token_keywords(self) -> tuple[str, ...]:
@@ -127,6 +163,7 @@ class Ruleset:
                 repr(
                     (rule.id, rule.kind, rule.severity, rule.keywords, rule.pattern_source, rule.min_entropy,
                      rule.stopwords, rule.verify, rule.token_keywords, rule.context_keywords, rule.fallback)
+                    + ((rule.prefilter,) if rule.prefilter else ())
                 ).encode()
             )
         return h.hexdigest()[:12]

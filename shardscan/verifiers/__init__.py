@@ -15,6 +15,12 @@ from datetime import datetime
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.anthropic import check_anthropic
 from shardscan.verifiers.aws import check_aws_key_id, check_aws_secret
+from shardscan.verifiers.credential import (
+    check_basic_auth,
+    check_connection_string,
+    check_generic_secret,
+    check_password,
+)
 from shardscan.verifiers.example import check_example, known_examples
 from shardscan.verifiers.github import check_github
 from shardscan.verifiers.jwt import check_jwt
@@ -74,9 +80,17 @@ VERIFIERS: dict[str, Verifier] = {
     "grafana": check_grafana,
     "age-checksum": check_age,
     "slack": check_slack,
+    "connection-string": check_connection_string,
+    "basic-auth": check_basic_auth,
+    "password": check_password,
+    "generic-secret": check_generic_secret,
 }
 
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")
+
+# Verifiers that judge placeholders themselves: a password is often made of words
+# ("Winter2024!") and still a password, so the token-body placeholder check must not decide it.
+OWN_PLACEHOLDER_CHECK: frozenset[str] = frozenset({"connection-string", "basic-auth", "password", "generic-secret"})
 
 NO_CHECK = Verification(Verdict.UNVERIFIED, "no offline check for this kind")
 
@@ -97,7 +111,9 @@ def verify_candidate(candidate: Candidate, verifier_names: tuple[str, ...], cont
     Never raises: a verifier that fails is reported as ``unverified`` (blocking by default), naming the
     verifier and the exception type but never the secret.
     """
-    names = ALWAYS_FIRST + tuple(n for n in verifier_names if n not in ALWAYS_FIRST)
+    own = bool(verifier_names) and verifier_names[0] in OWN_PLACEHOLDER_CHECK
+    first = ("example",) if own else ALWAYS_FIRST
+    names = first + tuple(n for n in verifier_names if n not in ALWAYS_FIRST)
     outcome: Verification | None = None
     for index, name in enumerate(names):
         try:
@@ -105,10 +121,12 @@ def verify_candidate(candidate: Candidate, verifier_names: tuple[str, ...], cont
         except Exception as exc:  # a verifier bug must not crash the scan or echo the secret
             return Verification(Verdict.UNVERIFIED, f"verifier {name} failed ({type(exc).__name__})")
         if outcome is not None:
-            if index < len(ALWAYS_FIRST):
+            if index < len(first):
                 return outcome
             break
     outcome = outcome or NO_CHECK
+    if own:
+        return outcome
     if outcome.verdict != Verdict.VALID:
         # A weak placeholder signal (a body opening with "your") yields to a passed structural check only.
         return leading_placeholder(candidate.secret) or outcome

@@ -1,0 +1,319 @@
+"""Credentials without a vendor prefix, through a Parquet shard: each live-shaped case found at its
+exact (row, column, span) with the right rule, kind, verdict and blocking state; each harmless twin
+reported non-blocking or not at all; the same through JSON escapes, percent-encoding and base64
+(Kubernetes Secret ``data:``); a docker-compose file whose passwords are local-only."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import pytest
+
+from shardscan.api import scan
+from shardscan.engine import ScanOptions
+from shardscan.synth import password
+from tests.conftest import trace_row, write_trace_shard
+
+COLUMN = "conversations[1].content"
+
+
+def pw(seed: str, n: int = 20) -> str:
+    return password(random.Random(f"unprefixed:{seed}"), n)
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    text: str
+    rule: str | None = None  # None: nothing may be reported
+    secret: str | None = None  # the exact text of the span (default: located by ``span``)
+    verdict: str = "unverified"
+    span: tuple[int, int] | None = None
+    encoding: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> tuple[int, int]:
+        if self.span is not None:
+            return self.span
+        start = self.text.index(self.secret)
+        return start, start + len(self.secret)
+
+
+def _cases() -> list[Case]:
+    out: list[Case] = []
+    add = out.append
+    # --- connection strings and URLs with userinfo
+    for scheme in ("postgres", "postgresql", "mysql", "mariadb", "mongodb", "mongodb+srv", "redis", "rediss", "amqp",
+                   "amqps", "mssql", "sqlserver", "clickhouse", "snowflake", "ftp", "sftp", "smtp", "http", "https",
+                   "ldap"):
+        p = pw(scheme)
+        add(Case(f"url-{scheme}", f"URL={scheme}://svc:{p}@db1.acme-corp.net:1234/x", "connection-string-password", p))
+    p = pw("url-local")
+    add(Case("url-localhost", f"postgres://app:{p}@localhost:5432/app", "connection-string-password", p, "local-only"))
+    p = pw("url-ipv6")
+    add(Case("url-ipv6-loopback", f"redis://:{p}@[::1]:6379", "connection-string-password", p, "local-only"))
+    p = pw("url-dotlocal")
+    add(Case("url-dot-local", f"amqp://w:{p}@rabbit.local/", "connection-string-password", p, "local-only"))
+    add(Case("url-default", "amqp://guest:guest@mq.acme-corp.net/", "connection-string-password", "guest", "example",
+             span=(13, 18)))
+    add(Case("url-same-as-user", "postgres://deploy:deploy@db.acme-corp.net/x", "connection-string-password", "deploy",
+             "example", span=(18, 24)))
+    add(Case("url-variable", "postgres://app:${DB_PASSWORD}@db.acme-corp.net/x", "connection-string-password",
+             "${DB_PASSWORD}", "redacted"))
+    add(Case("url-docs-host", f"postgres://app:{pw('doc')}@db.example.com/x", "connection-string-password", pw("doc"),
+             "example"))
+    add(Case("url-no-password", "see https://git.acme-corp.net/org/repo and git@github.com:org/repo.git"))
+    # --- Authorization: Basic (decoded), curl -u, mysql -p, sshpass -p, PGPASSWORD, docker login -p
+    token = b64(f"reports:{pw('basic')}")
+    add(Case("basic-header", f"-H 'Authorization: Basic {token}' https://api.acme-corp.net", "basic-auth-header", token))
+    add(Case("basic-header-default", "Authorization: Basic " + b64("admin:admin"), "basic-auth-header",
+             b64("admin:admin"), "example"))
+    add(Case("basic-header-built-in-code", "headers['Authorization'] = 'Basic ' + base64(user + ':' + pw)"))
+    p = pw("curl")
+    add(Case("curl-u", f"curl -u ops:{p} https://grafana.acme-corp.net/api/health", "password-command-line", p))
+    add(Case("curl-u-variables", 'curl -u "$USER:$PASS" https://grafana.acme-corp.net', "password-command-line", "$PASS",
+             "redacted"))
+    p = pw("mysql")
+    add(Case("mysql-p-remote", f"mysql -h sql.acme-corp.net -uroot -p{p} shop", "password-command-line", p))
+    p = pw("mysql-local")
+    add(Case("mysql-p-socket", f"mysql -uroot -p'{p}' -e 'select 1'", "password-command-line", p, "local-only"))
+    add(Case("mysql-p-prompt", "mysql -u root -p shop"))
+    p = pw("mysql-password")
+    add(Case("mysql-password-eq", f"mysql --host=sql.acme-corp.net --password={p} shop", "password-assignment", p))
+    p = pw("sshpass")
+    add(Case("sshpass", f"sshpass -p {p} scp build.tar deploy@203.0.114.20:/srv", "password-command-line", p))
+    p = pw("pgpassword")
+    add(Case("pgpassword-remote", f"PGPASSWORD={p} psql -h pg.acme-corp.net -U app", "password-assignment", p))
+    p = pw("pgpassword-local")
+    add(Case("pgpassword-local", f"PGPASSWORD='{p}' psql -h 127.0.0.1 -U postgres", "password-assignment", p,
+             "local-only"))
+    p = pw("docker-login")
+    add(Case("docker-login", f"docker login --username ci --password {p} registry.acme-corp.net",
+             "password-command-line", p))
+    add(Case("docker-login-stdin", "echo $TOKEN | docker login -u ci --password-stdin ghcr.io"))
+    # --- htpasswd (hashes are not reported), .netrc, .pgpass, Docker config.json auth
+    add(Case("htpasswd-bcrypt", "admin:$2y$05$" + "Qm9vdHN0cmFwQ29uZmlnVGhhdElzTm90QVNlY3JldA12345678.abc"))
+    p = pw("netrc")
+    add(Case("netrc", f"machine pypi.acme-corp.net\nlogin __token__\npassword {p}\n", "netrc-password", p))
+    p = pw("pgpass")
+    add(Case("pgpass", f"cat >> ~/.pgpass <<EOF\npg.acme-corp.net:5432:app:etl:{p}\nEOF", "pgpass-password", p))
+    add(Case("netrc-placeholder", "machine api.acme-corp.net login USER password <your-token>\n", "netrc-password",
+             "<your-token>", "redacted"))
+    add(Case("netrc-prose", "The machine login prompt asks for your password."))
+    add(Case("pgpass-localhost", f"# ~/.pgpass\nlocalhost:5432:*:postgres:{pw('pgpass-local')}\n", "pgpass-password",
+             pw("pgpass-local"), "local-only"))
+    add(Case("pgpass-mentioned", "chmod 0600 ~/.pgpass  # libpq ignores it otherwise"))
+    token = b64("admin:admin")
+    add(Case("docker-config-default", json.dumps({"auths": {"registry.acme-corp.net": {"auth": token}}}),
+             "docker-config-auth", token, "example"))
+    add(Case("docker-config-creds-store", json.dumps({"auths": {"ghcr.io": {}}, "credsStore": "osxkeychain"})))
+    token = b64(f"robot:{pw('docker-config')}")
+    add(Case("docker-config", json.dumps({"auths": {"quay.io": {"auth": token}}}), "docker-config-auth", token))
+    # --- assignments in env files, shell, YAML, JSON, TOML, INI, Python, JS, Go, Java
+    for name, template in (
+        ("env", "DB_PASSWORD={p}"),
+        ("shell", "export REDIS_PASSWORD='{p}'"),
+        ("yaml", "db:\n  password: {p}\n"),
+        ("json", '{{"Password": "{p}"}}'),
+        ("toml", '[db]\npasswd = "{p}"\n'),
+        ("ini", "[client]\npassword = {p}\n"),
+        ("python", 'connect(user="etl", password="{p}")'),
+        ("js", "const dbPassword = '{p}';"),
+        ("go", 'cfg.Passwd := "{p}"'),
+        ("java", 'private static final String DB_PASSWORD = "{p}";'),
+    ):
+        p = pw(f"assign-{name}")
+        add(Case(f"assign-{name}", template.format(p=p), "password-assignment", p))
+    for name, template in (
+        ("jwt-secret", "JWT_SECRET={s}"),
+        ("django", "SECRET_KEY = '{s}'"),
+        ("client-secret", '{{"client_secret": "{s}"}}'),
+        ("api-key-camel", 'apiKey: "{s}"'),
+        ("auth-token", "AUTH_TOKEN={s}"),
+    ):
+        s = pw(f"generic-{name}", 40)
+        add(Case(f"generic-{name}", template.format(s=s), "generic-secret-assignment", s))
+    # --- placeholders, templates and code: reported non-blocking, or not at all
+    add(Case("placeholder-changeme", 'DB_PASSWORD="changeme"', "password-assignment", "changeme", "example"))
+    add(Case("placeholder-angle", "password: <password>", "password-assignment", "<password>", "redacted"))
+    add(Case("placeholder-dollar", "password=$DB_PASSWORD", "password-assignment", "$DB_PASSWORD", "redacted"))
+    add(Case("placeholder-format", 'password = "%(pw)s"', "password-assignment", "%(pw)s", "redacted"))
+    add(Case("placeholder-stars", "password: '********'", "password-assignment", "********", "redacted"))
+    add(Case("placeholder-your-here", "PASSWORD=your-db-password-here", "password-assignment",
+             "your-db-password-here", "redacted"))
+    add(Case("placeholder-minio", 'MINIO_ROOT_PASSWORD="minioadmin"', "password-assignment", "minioadmin", "example"))
+    add(Case("placeholder-too-short", 'password="s3cr3tz"', "password-assignment", "s3cr3tz", "example"))
+    add(Case("code-request-form", "password = request.form['password']"))
+    add(Case("code-comparison", "if password == confirm:"))
+    add(Case("code-call", "token = get_token()"))
+    add(Case("code-type-hint", "api_key: str"))
+    add(Case("code-settings", "secret_key=settings.SECRET_KEY"))
+    add(Case("code-fixture", 'password="test"'))
+    add(Case("code-getenv", 'password = os.getenv("DB_PASSWORD")'))
+    add(Case("code-getpass", "password = getpass.getpass()"))
+    add(Case("helm-template", 'password: "{{ .Values.db.password }}"'))
+    add(Case("uuid-request-id", '{"request_id": "6f1c2b7e-2d4a-4c7e-9b1a-0c2d3e4f5a6b"}'))
+    add(Case("token-counts", '{"max_tokens": 4096, "total_tokens": 123456789012345678}'))
+    # --- through the decoders
+    p = pw("json-escaped")
+    cell = json.dumps({"name": "write", "arguments": json.dumps({"content": f"DB_PASSWORD=\"{p}\"\n"})})
+    add(Case("json-escaped-twice", cell, "password-assignment", p))
+    p = pw("percent")
+    url = quote(f"postgres://app:{p}@pg.acme-corp.net/app", safe="")
+    cell = f"GET /connect?dsn={url} HTTP/1.1"
+    add(Case("percent-encoded-dsn", cell, "connection-string-password", quote(p, safe=""),
+             encoding=("percent",)))
+    return out
+
+
+def _k8s_secret() -> tuple[str, str, str]:
+    user, secret = "app", pw("k8s", 24)
+    text = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-credentials\ntype: Opaque\ndata:\n"
+            f"  username: {b64(user)}\n  password: {b64(secret)}\nstringData:\n  REDIS_PASSWORD: \"{pw('k8s-string')}\"\n")
+    return text, b64(secret), pw("k8s-string")
+
+
+def _compose() -> tuple[str, str]:
+    secret = pw("compose")
+    text = ("services:\n  db:\n    image: postgres:16\n    environment:\n"
+            f"      POSTGRES_PASSWORD: {secret}\n  web:\n    build: .\n    environment:\n"
+            f"      DATABASE_URL: postgresql://postgres:{secret}@db:5432/postgres\n")
+    return text, secret
+
+
+CASES = _cases()
+K8S, K8S_DATA, K8S_STRING = _k8s_secret()
+COMPOSE, COMPOSE_SECRET = _compose()
+EXTRA = [K8S, COMPOSE]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    rows = [trace_row([("user", "run it"), ("tool", case.text)]) for case in CASES]
+    rows += [trace_row([("user", "run it"), ("tool", text)]) for text in EXTRA]
+    shard = write_trace_shard(tmp_path_factory.mktemp("unprefixed") / "train-00000-of-00001.parquet", rows)
+    return scan([str(shard)], options=ScanOptions(), cache=None)
+
+
+def _at(report, row: int) -> list:
+    return [f for f in report.findings if f.location.row == row]
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.name for c in CASES])
+def test_case(report, index):
+    case = CASES[index]
+    got = _at(report, index)
+    if case.rule is None:
+        assert [(f.rule_id, str(f.verdict)) for f in got] == []
+        return
+    assert [(f.rule_id, f.location.column) for f in got] == [(case.rule, COLUMN)]
+    [finding] = got
+    kind = {"connection-string-password": "connection-string", "basic-auth-header": "connection-string",
+            "docker-config-auth": "connection-string", "generic-secret-assignment": "generic-secret"}.get(
+        case.rule, "password")
+    assert (finding.kind, str(finding.verdict)) == (kind, case.verdict), finding.detail
+    assert finding.blocking == (case.verdict == "unverified")
+    assert (finding.start, finding.end) == case.where
+    if case.encoding:
+        assert finding.encoding == case.encoding
+
+
+def test_details_say_why_without_the_secret(report):
+    index = next(i for i, c in enumerate(CASES) if c.name == "url-postgres")
+    [finding] = _at(report, index)
+    assert finding.detail == "password for postgres (user svc) on db1.acme-corp.net (remote host)"
+    for f in report.findings:
+        for case in CASES:
+            if case.secret and len(case.secret) >= 8:
+                assert case.secret not in f.detail + f.preview + f.context
+
+
+def test_kubernetes_secret_data_is_decoded_and_string_data_read_as_is(report):
+    row = len(CASES)
+    got = sorted(((f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in _at(report, row)), key=lambda x: x[1])
+    start = K8S.index(K8S_DATA)
+    plain = K8S.index(K8S_STRING)
+    assert got == [
+        ("password-assignment", start, start + len(K8S_DATA), ("base64",), "unverified"),
+        ("password-assignment", plain, plain + len(K8S_STRING), (), "unverified"),
+    ]
+
+
+def test_docker_compose_passwords_are_local_only_and_block_only_under_strict(report):
+    row = len(CASES) + 1
+    got = sorted((f.rule_id, f.start, str(f.verdict), f.blocking) for f in _at(report, row))
+    first = COMPOSE.index(COMPOSE_SECRET)
+    second = COMPOSE.index(COMPOSE_SECRET, first + 1)
+    assert got == [
+        ("connection-string-password", second, "local-only", False),
+        ("password-assignment", first, "local-only", False),
+    ]
+    details = {f.rule_id: f.detail for f in _at(report, row)}
+    assert details["connection-string-password"].endswith("on db (local-only: reachable inside the sandbox only)")
+
+
+def test_strict_makes_local_only_blocking(tmp_path):
+    from shardscan.policy import Policy
+
+    shard = write_trace_shard(tmp_path / "compose.parquet", [trace_row([("tool", COMPOSE)])])
+    strict = scan([str(shard)], policy=Policy(strict=True), cache=None)
+    assert {(str(f.verdict), f.blocking) for f in strict.findings} == {("local-only", True)}
+    assert strict.exit_code == 1
+    assert scan([str(shard)], cache=None).exit_code == 0
+
+
+@pytest.mark.parametrize("layout", ["yaml", "json"])
+def test_short_kubernetes_secret_values_are_decoded_too(layout):
+    from shardscan.ruleset import load_ruleset
+    from shardscan.engine import Scanner
+
+    secret = pw("k8s-short", 10)  # 16 base64 characters: shorter than any token the decoder looks for
+    value = b64(secret)
+    if layout == "yaml":
+        text = f"apiVersion: v1\nkind: Secret\ntype: Opaque\ndata:\n  user: {b64('app')}\n  password: {value}\n"
+    else:
+        text = json.dumps({"apiVersion": "v1", "kind": "Secret", "data": {"user": b64("app"), "password": value}})
+    findings, limits = Scanner(load_ruleset()).scan_text(text)
+    start = text.index(value)
+    assert limits == []
+    assert [(f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in findings] == [
+        ("password-assignment", start, start + len(value), ("base64",), "unverified")
+    ]
+    # Outside a Secret manifest, short values are not decoded: the value as written is the password.
+    other = text.replace("Secret", "ConfigMap")
+    assert [f.encoding for f in Scanner(load_ruleset()).scan_text(other)[0]] == [()]
+
+
+def test_previews_of_short_values_show_one_character_per_eight(report):
+    by_name = {c.name: i for i, c in enumerate(CASES)}
+    [short] = _at(report, by_name["placeholder-too-short"])
+    assert short.preview == "…(7)"
+    [twenty] = _at(report, by_name["url-postgres"])
+    assert twenty.preview == CASES[by_name["url-postgres"]].secret[:4] + "…(20)"
+    from shardscan.redaction import preview
+
+    assert preview("Ab3dEf7hIj") == "A…(10)"
+    assert preview("Ab3dEf7hIj1lMn5pQr") == "Ab…(18)"
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "mongodb+srv", "mysql", "redis", "amqp"])
+def test_connection_string_base64_encoded_whole_in_a_secret(tmp_path, scheme):
+    """A Secret's DATABASE_URL holds the whole URL in base64: selected by its scheme's base64 forms."""
+    secret = pw(f"b64-url-{scheme}")
+    encoded = b64(f"{scheme}://app:{secret}@db.acme-corp.net:5432/app")
+    shard = write_trace_shard(tmp_path / "secret.parquet",
+                              [trace_row([("tool", f"kind: Secret\ndata:\n  DATABASE_URL: {encoded}\n")])])
+    report = scan([str(shard)], cache=None)
+    text = f"kind: Secret\ndata:\n  DATABASE_URL: {encoded}\n"
+    start = text.index(encoded)
+    assert [(f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in report.findings] == [
+        ("connection-string-password", start, start + len(encoded), ("base64",), "unverified")
+    ]
