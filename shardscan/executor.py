@@ -197,7 +197,7 @@ def assemble(plan: ShardPlan, results: Iterable[ItemResult], finding_cap: int | 
         plan.shard.display,
         stats,
         tuple(sorted(_without_shadowed_statistics(findings), key=Finding.sort_key)),
-        tuple(issues),
+        tuple(_without_shadowed_statistics_issues(issues)),
         tuple(sorted(timings.items())),
     )
 
@@ -212,6 +212,14 @@ def _without_shadowed_statistics(findings: list[Finding]) -> list[Finding]:
     in_cells = {f.fingerprint for f in findings if not f.location.column.startswith(STATISTICS_PREFIX)}
     return [f for f in findings
             if not (f.location.column.startswith(STATISTICS_PREFIX) and f.fingerprint in in_cells)]
+
+
+def _without_shadowed_statistics_issues(issues: list[ScanIssue]) -> list[ScanIssue]:
+    """Drop limit hits in column statistics that a cell of the shard already hit the same way: the
+    statistics repeat cell values, and the cell's issue already makes the scan incomplete."""
+    in_cells = {(i.kind, i.message) for i in issues if not (i.column or "").startswith(STATISTICS_PREFIX)}
+    return [i for i in issues
+            if not ((i.column or "").startswith(STATISTICS_PREFIX) and (i.kind, i.message) in in_cells)]
 
 
 # ---- running items -------------------------------------------------------------------------------

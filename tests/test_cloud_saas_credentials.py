@@ -125,7 +125,8 @@ TWINS = [
     ("Visit SG.Singapore for details. SG.MAIN_MODULE loaded.", None, None),
     ("SKU SK{{hex:32}} in stock", None, None),
     ("TWILIO_ACCOUNT_SID=AC{{hex:32}}", None, None),
-    ("auth_token = {{hex:32}}", None, None),
+    # (A 32-hex value under a credential name such as auth_token is a generic secret: see test_unprefixed.)
+    ("trace_id = {{hex:32}}", None, None),
     ("cache key-{{hex:32}} evicted", None, None),
     ("region en-us1 selected", None, None),
     ("shpat_token_refresh()", None, None),

@@ -38,6 +38,8 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "invented-openai-key": [("openai-api-key", "invalid")],
     "npm-bad-checksum": [("npm-access-token", "invalid")],
     "pypi-expired": [("pypi-api-token", "expired")],
+    # README placeholders under API-key names: reported as placeholders, never blocking.
+    "readme-placeholders": [("generic-secret-assignment", "redacted")] * 2,
 
 
     # Test-mode and publishable Stripe keys, a DSN's public key, the Azurite emulator's published key.

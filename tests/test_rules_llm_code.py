@@ -92,7 +92,8 @@ TWINS = [
     Cell("openai-off-centre", "OPENAI_API_KEY=", "sk-{{alnum:12}}T3BlbkFJ{{alnum:28}}", "", "openai-api-key", "invalid"),
     Cell("openrouter-cut", "OPENROUTER_API_KEY=", "sk-or-v1-{{hex:40}}", "", "openrouter-api-key", "invalid"),
     Cell("sk-placeholder-words", "LLM_API_KEY=", "sk-YourApiKeyGoesHereReplaceMe123", "", "sk-api-key", "redacted"),
-    Cell("sk-dashed-words", "LLM_API_KEY=", "sk-your-own-api-key-goes-here-1", "", None),
+    # A placeholder under a key name: the generic rule reports it as a placeholder, never blocking.
+    Cell("sk-dashed-words", "LLM_API_KEY=", "sk-your-own-api-key-goes-here-1", "", "generic-secret-assignment", "redacted"),
     Cell("sk-css-classes", '<div class="', "sk-button-primary-2xl-rounded-corners", '">', None),
     Cell("sklearn", "pip install scikit-learn # ", "sk-learn", "", None),
     Cell("css-flag", "--", "sk-primary-color-2", ": #fff", None),
