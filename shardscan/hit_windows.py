@@ -6,40 +6,41 @@ only the text around those occurrences can hold what a rule reports. :func:`hit_
 where the prefilter's expressions match (Hyperscan, C speed); :func:`windows` turns those offsets
 into merged windows of whole lines and widens a window only where the text proves it must:
 
-- to the end of a token that runs past the window (a long JWT, a one-line base64 value);
+- to both ends of a token it cuts (a long JWT, a one-line base64 value, an image: a token is
+  read whole or not at all, so that no rule sees a boundary the cell does not have);
 - over the neighbouring lines of a wrapped base64 block (lines of base64 characters only);
 - to the ``-----END`` marker of a PEM block that starts inside it.
 
 Whenever the windows cannot be trusted to cover everything (no Hyperscan, text that is not valid
-UTF-8, more hits than :data:`MAX_HITS`, windows covering most of the cell, a widening past
-its bound), the caller scans the whole cell, exactly as before.
+UTF-8, more hits than :data:`MAX_HITS`, windows covering most of the cell, a PEM block whose END
+marker is further than :data:`MAX_BLOCK`), the caller scans the whole cell, exactly as before.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from shardscan import hyperscan_matcher
+from shardscan.decoders import NEAR_AFTER, NEAR_BEFORE
 
 # Text kept before a hit's end (the keyword itself, the name a value is assigned to, a secret a
 # keyword ends, escapes that decode next to it) and after it (the secret a keyword starts or
-# names). Wider than the decoders' "near a keyword" reach (512 before, 2048 after), so that every
-# escape that decides whether an escape decoding pays off lies inside the window.
-BEFORE = 1024
-AFTER = 4096
+# names). The decoders' "near a keyword" reach (``decoders.NEAR_BEFORE`` and ``NEAR_AFTER``)
+# plus the longest keyword, so that every escape that decides whether an escape decoding pays off
+# lies inside the window; a secret longer than that is a token or a block, widened below.
+BEFORE = NEAR_BEFORE + 256
+AFTER = NEAR_AFTER + 256
 # Windows are cut at line breaks: a line longer than this is cut at a token boundary instead.
 LINE_SNAP = 4096
-# The longest token (a JWT, a one-line base64 value) a window is widened to hold; a longer one
-# sends the cell to the whole-cell path.
-MAX_TOKEN = 64 * 1024
 # How far a PEM block or a wrapped base64 block may widen a window.
 MAX_BLOCK = 256 * 1024
 # More hits than this in one cell: the whole cell is scanned (windows would cover it anyway).
 MAX_HITS = 4096
 # When the windows cover more than this share of the cell, the whole cell is scanned in one go.
-MOST = 0.6
+MOST = 0.85
 
 # Characters of a token a rule may report, a base64 line, a JWT, an escaped value: a window that
 # ends (or starts) inside such a run is widened to the run's end (start).
@@ -47,6 +48,15 @@ _TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 _TOKEN_MAP = bytes(ord("A") if chr(b) in _TOKEN else ord(" ") for b in range(256))
 _B64_LINE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 _PEM_BEGIN = "-----BEGIN"
+# A BEGIN marker starts a block to read to its END marker when a base64 run follows it within
+# BODY_WITHIN characters, with only line breaks (real or escaped), quotes, concatenation, line
+# numbers and PEM header lines between them. (A body in another shape still gets the window's
+# own reach after the marker, and the wrapped-block widening over base64 lines.)
+BODY_WITHIN = 512
+_BODY_FOLLOWS = re.compile(
+    r"""(?:[ \t\r\n"'`+,.&|>#*;:()\[\]{}]|\\[nrt]|\\|<br\s*/?>|&#1[03];|%0[AaDd]|[0-9]{1,6}(?:→|:|\t)"""
+    r"|(?:Proc-Type|DEK-Info|Comment):[^\n]*)*[A-Za-z0-9+/=]{16}"
+)
 _PEM_END = "-----END"
 
 
@@ -93,7 +103,7 @@ def hit_ends(text: str, compiled: hyperscan_matcher.Compiled | None, start_keywo
 def windows(text: str, ends: list[int]) -> list[Window] | None:
     """Merged windows around the hit ``ends``, widened where an encoding needs it (see the module docstring).
 
-    None means "scan the whole cell": no hit to anchor on, a widening past its bound, or windows
+    None means "scan the whole cell": no hit to anchor on, a PEM block past its bound, or windows
     covering most of the cell.
     """
     if not ends:
@@ -113,8 +123,6 @@ def windows(text: str, ends: list[int]) -> list[Window] | None:
         if mapped is None:
             mapped = text.encode("ascii", "replace").translate(_TOKEN_MAP)
         lo, hi = _token_start(mapped, lo), _token_end(mapped, hi)
-        if lo < 0 or hi < 0:
-            return None
         lo, hi = _wrapped_block(text, lo, hi)
         hi = _pem_end(text, lo, hi)
         if hi < 0:
@@ -145,24 +153,19 @@ def _line_end(text: str, hi: int) -> int:
 
 
 def _token_start(mapped: bytes, lo: int) -> int:
-    """``lo`` moved back out of a token it cuts (-1: the token is longer than :data:`MAX_TOKEN`)."""
+    """``lo`` moved back out of a token it cuts, however long (an image's base64 costs a search in C)."""
     if lo <= 0 or lo >= len(mapped) or mapped[lo - 1] == 0x20 or mapped[lo] == 0x20:
         return lo
-    gap = mapped.rfind(b" ", max(0, lo - MAX_TOKEN), lo)
-    if gap >= 0:
-        return gap + 1
-    return 0 if lo <= MAX_TOKEN else -1
+    return mapped.rfind(b" ", 0, lo) + 1
 
 
 def _token_end(mapped: bytes, hi: int) -> int:
-    """``hi`` moved on out of a token it cuts (-1: the token is longer than :data:`MAX_TOKEN`)."""
+    """``hi`` moved on out of a token it cuts, however long."""
     n = len(mapped)
     if hi >= n or mapped[hi] == 0x20 or mapped[hi - 1] == 0x20:
         return hi
-    gap = mapped.find(b" ", hi, hi + MAX_TOKEN)
-    if gap >= 0:
-        return gap
-    return n if n - hi <= MAX_TOKEN else -1
+    gap = mapped.find(b" ", hi)
+    return gap if gap >= 0 else n
 
 
 def _is_b64_line(line: str) -> bool:
@@ -211,15 +214,30 @@ def _prev_break(text: str, at: int, limit: int) -> int:
 
 
 def _pem_end(text: str, lo: int, hi: int) -> int:
-    """``hi``, or past the ``-----END`` line of the last PEM block that begins in ``[lo, hi)`` without ending there.
+    """``hi``, or past the ``-----END`` line of each PEM block that begins in ``[lo, hi)`` and ends after it.
 
-    -1 when that END marker lies further than :data:`MAX_BLOCK` away (or is missing while the text
-    goes on past that bound): the caller scans the whole cell.
+    A BEGIN marker starts a block only when base64 follows it closely (:func:`_has_body`): code
+    that tests for a marker (``line.startswith('-----BEGIN PRIVATE KEY-----')``) has no body to
+    read. -1 when an END marker lies further than :data:`MAX_BLOCK` away (or is missing while the
+    text goes on past that bound): the caller scans the whole cell.
     """
-    begin = text.rfind(_PEM_BEGIN, lo, hi)
-    if begin < 0:
-        return hi
-    end = text.find(_PEM_END, begin + len(_PEM_BEGIN), min(len(text), hi + MAX_BLOCK))
-    if end < 0:
-        return len(text) if len(text) - hi <= MAX_BLOCK else -1
-    return hi if end + len(_PEM_END) <= hi else _line_end(text, end + len(_PEM_END))
+    out = hi
+    begin = text.find(_PEM_BEGIN, lo, hi)
+    while begin >= 0:
+        if _has_body(text, begin):
+            end = text.find(_PEM_END, begin + len(_PEM_BEGIN), min(len(text), hi + MAX_BLOCK))
+            if end < 0:
+                if len(text) - hi > MAX_BLOCK:
+                    return -1
+                return len(text)
+            if end + len(_PEM_END) > hi:
+                out = max(out, _line_end(text, end + len(_PEM_END)))
+        begin = text.find(_PEM_BEGIN, begin + len(_PEM_BEGIN), hi)
+    return out
+
+
+def _has_body(text: str, begin: int) -> bool:
+    """Whether a run of base64 characters (a body line, a DEK-Info value) follows the BEGIN marker at ``begin``."""
+    close = text.find("-----", begin + len(_PEM_BEGIN), begin + len(_PEM_BEGIN) + 64)
+    start = close + 5 if close >= 0 else begin + len(_PEM_BEGIN)
+    return _BODY_FOLLOWS.match(text, start, start + BODY_WITHIN) is not None
