@@ -15,7 +15,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import numpy as np
 import pyarrow as pa
 
 from shardscan import arrow_compute as compute
@@ -182,8 +181,7 @@ class KeywordSet:
         # with 43 keywords, 3.2 ms with 106); Hyperscan's automaton does not grow with their number.
         compiled = _keyword_database(self.plain) if self.plain else None
         if compiled is not None:
-            bounds = np.array([0, len(data)], dtype=np.int64)
-            return bool(hyperscan_matcher.first_match_cells(compiled.db, bounds, memoryview(data))[0][0])
+            return _any_match(compiled, data)
         if len(data) > RE2_ABOVE:
             return _re2_search(self.plain_pattern, data)
         # One search for all keywords, in C, rather than one per keyword.
@@ -226,8 +224,7 @@ class KeywordSet:
             except UnicodeEncodeError:  # lone surrogates: Python's re below
                 data = None
             if data is not None:
-                bounds = np.array([0, len(data)], dtype=np.int64)
-                return bool(hyperscan_matcher.first_match_cells(compiled.db, bounds, memoryview(data))[0][0])
+                return _any_match(compiled, data)
         if len(value) > RE2_ABOVE:
             return _re2_search(self.pattern, value)
         if isinstance(value, bytes):
@@ -278,6 +275,19 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 def _keyword_database(plain: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
     """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
     return hyperscan_matcher.database(_literals(plain))
+
+
+def _stop(*_match: object) -> bool:
+    return True  # the first match answers the question: stop the scan
+
+
+def _any_match(compiled: hyperscan_matcher.Compiled, data: bytes) -> bool:
+    """Whether any expression of ``compiled`` matches in ``data`` (one Hyperscan call, stopped at the first match)."""
+    try:
+        compiled.db.scan(data, match_event_handler=_stop)
+    except hyperscan_matcher.hyperscan.ScanTerminated:
+        return True
+    return False
 
 
 @lru_cache(maxsize=8)
