@@ -142,6 +142,7 @@ class Scanner:
         self.ruleset = ruleset
         self.options = options or ScanOptions()
         self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
+        self._known_keywords = frozenset(self.keywords.plain)  # what KeywordSet.present looks for
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
@@ -407,7 +408,8 @@ class Scanner:
                 if not rules:
                     continue
                 try:
-                    for cand in detect(view, rules, self.options.regex_timeout):
+                    present = self.keywords.present(view.text)
+                    for cand in detect(view, rules, self.options.regex_timeout, present, self._known_keywords):
                         start, end = view.original_span(cand.start, cand.end)
                         if offset and not view.encoding:
                             # A verifier reads the cell around a raw match: give it cell offsets.

@@ -198,9 +198,11 @@ def _wrapped_block(text: str, lo: int, hi: int) -> tuple[int, int]:
 def _next_break(text: str, at: int, limit: int) -> int:
     """The offset just past the next line break (real or JSON-escaped) after ``at``, or ``limit``."""
     real = text.find("\n", at, limit)
-    escaped = text.find("\\n", at, limit)
-    found = [x + 1 for x in (real,) if x >= 0] + [x + 2 for x in (escaped,) if x >= 0]
-    return min(found) if found else limit
+    # The escaped break is only looked for before the real one (each search stops there).
+    escaped = text.find("\\n", at, real + 1 if real >= 0 else limit)
+    if escaped >= 0:
+        return escaped + 2
+    return real + 1 if real >= 0 else limit
 
 
 def _prev_break(text: str, at: int, limit: int) -> int:
@@ -208,9 +210,10 @@ def _prev_break(text: str, at: int, limit: int) -> int:
     # Skip the break ``at`` itself stands after.
     end = at - 1 if at > 0 and text[at - 1] == "\n" else at - 2 if text.startswith("\\n", at - 2) else at
     real = text.rfind("\n", limit, end)
-    escaped = text.rfind("\\n", limit, end)
-    found = [x + 1 for x in (real,) if x >= 0] + [x + 2 for x in (escaped,) if x >= 0]
-    return max(found) if found else limit
+    escaped = text.rfind("\\n", real if real >= 0 else limit, end)
+    if escaped >= 0:
+        return escaped + 2
+    return real + 1 if real >= 0 else limit
 
 
 def _pem_end(text: str, lo: int, hi: int) -> int:

@@ -253,6 +253,28 @@ class KeywordSet:
                 yield at, at + len(keyword)
                 at = text.find(keyword, at + 1)
 
+    def present(self, text: str) -> frozenset[str] | None:
+        """The plain keywords that occur in ``text``, from one Hyperscan pass (None without Hyperscan).
+
+        Rules test their keywords against this set instead of searching the text once per keyword
+        and rule (over a hundred searches of the whole text per view).
+        """
+        compiled = _keyword_database(self.plain) if self.plain else None
+        if compiled is None:
+            return None
+        found: set[int] = set()
+
+        def note(keyword: int, _start: int, _to: int, _flags: int, _context: object) -> bool:
+            found.add(keyword)
+            return len(found) == len(self.plain)  # every keyword seen: nothing left to learn
+
+        try:
+            # A lone surrogate's bytes cannot be part of any keyword's UTF-8, so presence is exact.
+            compiled.db.scan(text.encode("utf-8", "surrogatepass"), match_event_handler=note)
+        except hyperscan_matcher.hyperscan.ScanTerminated:
+            pass
+        return frozenset(self.plain[i] for i in found)
+
     def counts(self, text: str) -> tuple[int, ...]:
         """How often each plain keyword occurs in ``text``."""
         return tuple(text.count(k) for k in self.plain)
