@@ -268,6 +268,8 @@ def profile_runs(names: list[str], mb: float, shards: int, repeat: int, cores: i
         for label, (jobs, extra) in variants.items():
             reports[f"{name}:{label}"] = tmp / f"profile-{name}-{label}.json"
             commands[f"{name}:{label}"] = scan_cmd([folder], jobs, reports[f"{name}:{label}"], *extra)
+    if cores >= 2:  # this machine's own parallel speed-up in the same rounds (see probe_cmd)
+        commands["probe-1"], commands["probe-all"] = probe_cmd(1), probe_cmd(cores)
     print(f"timing {len(commands)} profile commands, {repeat} rounds ...", file=sys.stderr, flush=True)
     timed = best_of(commands, repeat)
     gl: dict[str, Run] = {}
@@ -317,6 +319,15 @@ def profile_runs(names: list[str], mb: float, shards: int, repeat: int, cores: i
             targets.append((f"{name}: {cores} workers >= 1.7x one", f"{speedup:.2f}x ({one.seconds:.2f} s with 1 worker; "
                             f"findings identical: {same})", "met" if speedup >= 1.7 else "NOT met"))
         stats += [f"### {name}", "", "```", run.stderr.strip(), "```", ""]
+    if cores >= 2:
+        ceiling = cores * timed["probe-1"].seconds / timed["probe-all"].seconds
+        notes.append(f"This machine's own speed-up for {cores} copies of a CPU-bound loop, timed in the same rounds: "
+                     f"{ceiling:.2f}x (idle cores give {cores}x); the worker speed-up cannot exceed it.")
+        for name in names:
+            if f"{name}:1" in timed:
+                one, every = timed[f"{name}:1"], timed[f"{name}:all"]
+                notes.append(f"{name}: CPU seconds {one.cpu_seconds:.2f} with 1 worker, {every.cpu_seconds:.2f} with "
+                             f"{cores}; wall {one.seconds:.2f} s and {every.seconds:.2f} s.")
     return lines + ["", "## Where the time went per profile (`--stats`, all cores)", "", *stats], targets, notes
 
 
@@ -340,6 +351,9 @@ def profiles_only(args: argparse.Namespace) -> None:
                      "time on the same rows was not measured in this run.")
     notes.append("Timed on byte-compiled modules (`compileall`), as a `pip install` leaves them."
                  if compiled else "Byte-compiling the package FAILED: timings include compiling every module.")
+    notes.append("Only the profiles were run (`--profiles-only`/`--quick`): the full 2.15 GB corpus, the 1 GB "
+                 "shard's memory and the small-scan rows are measured by `python -m benchmarks.run` without it. "
+                 "How the profiles' time is spent and what was changed for them: `docs/throughput.md`.")
     lines = [
         "# shardscan benchmark results",
         "",
