@@ -63,7 +63,7 @@ class ScanOptions:
     window_overlap: int = 64 * 1024
     # A candidate cell longer than this is scanned in windows around the prefilter's hits
     # (``shardscan.hit_windows``) instead of whole; None: always whole (the same findings, slower).
-    hit_windows_above: int | None = 16 * 1024
+    hit_windows_above: int | None = 4 * 1024
     # Attach plaintext to findings for local manual review (``--show-secrets``); never in CI.
     reveal_secrets: bool = False
     # Bytes the scan's data may take, shared by all worker processes: it sets how many rows of a
