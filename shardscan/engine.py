@@ -452,7 +452,6 @@ class Scanner:
         timer.add("verify", t)
         return out, limits
 
-
     def _windows_of(self, text: str) -> Iterator[tuple[int, str, bool]]:
         """The parts of a cell to decode and match: (offset in the cell, text, cut mid-run).
 

@@ -68,7 +68,9 @@ class Window:
     end: int
 
 
-def hit_ends(text: str, compiled: hyperscan_matcher.Compiled | None, start_keywords: tuple[bytes, ...] = ()) -> list[int] | None:
+def hit_ends(
+    text: str, compiled: hyperscan_matcher.Compiled | None, start_keywords: tuple[bytes, ...] = ()
+) -> list[int] | None:
     """Character offsets in ``text`` where one of the prefilter's expressions ends a match.
 
     ``start_keywords`` (token keywords, UTF-8) also count at the very start of the text, where
