@@ -66,6 +66,8 @@ def _searched_patterns() -> list[tuple[str, str, re.Pattern[str]]]:
             if uses and all(use in (".match", ".fullmatch") for use in uses):
                 continue
             found.append((name, attr, value))
+        if decoder.reveal is not None:  # searched over a whole view before an escape decoder runs
+            found.append((name, "reveal", decoder.reveal))
     return found
 
 
@@ -75,7 +77,7 @@ SEARCHED = _searched_patterns()
 def test_the_lint_sees_the_patterns_it_must_judge() -> None:
     names = {(name, attr) for name, attr, _ in SEARCHED}
     assert {("string-concat", "_JOIN"), ("json-string", "_ESCAPE"), ("shell-prompt", "_SH_PROMPT"),
-            ("hexdump", "_LINE")} <= names
+            ("hexdump", "_LINE"), ("json-string", "reveal"), ("percent", "reveal")} <= names
 
 
 @pytest.mark.parametrize(("name", "attr", "pattern"), SEARCHED, ids=[f"{n}.{a}" for n, a, _ in SEARCHED])
