@@ -463,7 +463,8 @@ class Scanner:
         """
         size, overlap = self.options.window_chars, self.options.window_overlap
         spans = None
-        if self.options.hit_windows_above is not None and len(text) > self.options.hit_windows_above:
+        above = self.options.hit_windows_above
+        if above is not None and above < len(text) <= hit_windows.MAX_CELL:
             compiled = hyperscan_matcher.database(self.prefilter.expressions)
             ends = hit_windows.hit_ends(text, compiled, self.prefilter.start_keywords)
             spans = hit_windows.windows(text, ends) if ends is not None else None

@@ -11,9 +11,10 @@ into merged windows of whole lines and widens a window only where the text prove
 - over the neighbouring lines of a wrapped base64 block (lines of base64 characters only);
 - to the ``-----END`` marker of a PEM block that starts inside it.
 
-Whenever the windows cannot be trusted to cover everything (no Hyperscan, text that is not valid
-UTF-8, more hits than :data:`MAX_HITS`, windows covering most of the cell, a PEM block whose END
-marker is further than :data:`MAX_BLOCK`), the caller scans the whole cell, exactly as before.
+Whenever the windows cannot be trusted to cover everything or would not help (no Hyperscan,
+text that is not valid UTF-8, more hits than :data:`MAX_HITS`, a cell longer than
+:data:`MAX_CELL`, windows covering most of the cell, a PEM block whose END marker is further than
+:data:`MAX_BLOCK`), the caller scans the whole cell, exactly as before.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ LINE_SNAP = 4096
 MAX_BLOCK = 256 * 1024
 # More hits than this in one cell: the whole cell is scanned (windows would cover it anyway).
 MAX_HITS = 4096
+# Cells longer than this are read whole (in the engine's overlapping 4 M-character windows):
+# locating hits copies the text twice (its UTF-8 bytes, a map of its token characters), which
+# on a 200 MB cell would add more memory than the scan's own budget allows for.
+MAX_CELL = 16 * 1024 * 1024
 # When the windows cover more than this share of the cell, the whole cell is scanned in one go.
 MOST = 0.85
 
