@@ -8,7 +8,18 @@ markers (``hf_hub_download``, ``os.environ["GITHUB_TOKEN"]``, placeholders). A f
 generated at run time by :mod:`shardscan.synth` are planted; their locations (never their values)
 are written to ``<folder>.manifest.json`` so the benchmark can check recall.
 
-Usage: ``python -m benchmarks.generate OUT_DIR --mb 160 --shards 6 --row-groups 4 [--seed 1]``
+Three profiles (``--profile``), which the benchmark runs side by side:
+
+- ``sparse``: the rows above (cells of ~1.5 KB on average, few candidates);
+- ``dense``: keyword-dense coding-agent traces: tool outputs of 20-50 KB made of pieces, about one
+  in nine of them code naming credential variables and key markers, one in nine a base64 image,
+  plus JSON pagination cursors starting ``eyJ``, ``ls -l`` listings, pip lines with sha256, git
+  logs, JSON with UUIDs and tracebacks; no credential is planted;
+- ``seed``: the shape of the seed datasets: rows of ~100 KB whose per-turn content sizes follow a
+  heavy-tailed (Pareto) distribution capped at 1 MB, mixing both kinds of pieces, with a few
+  credentials planted at run time anywhere inside their (often long) cell.
+
+Usage: ``python -m benchmarks.generate OUT_DIR --mb 160 --shards 6 --row-groups 4 [--seed 1] [--profile sparse]``
 """
 
 from __future__ import annotations
@@ -127,6 +138,29 @@ def test_fib():
 )
 
 
+# The dense profile's code pieces: each names a credential or a key marker, none holds one.
+DENSE_NAMES = ("HF_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "aws_access_key_id",
+               "aws_secret_access_key", "SLACK_BOT_TOKEN", "STRIPE_SECRET_KEY", "DATABASE_PASSWORD")
+DENSE_CODE = (
+    "import os\ntoken = os.environ['{name}']  # set by the CI runner\nif not token:\n    raise SystemExit('{name} is not set')\n",
+    "api_key = os.getenv(\"{name}\")\nclient = Client(api_key=api_key, timeout={n})\n",
+    "def is_key_file(path):\n    with open(path) as fh:\n        for line in fh:\n            if line.startswith('-----BEGIN PRIVATE KEY-----'):\n"
+    "                return True\n            if line.startswith('-----BEGIN RSA PRIVATE KEY-----'):\n                return True\n    return False\n",
+    "    assert '-----BEGIN OPENSSH PRIVATE KEY-----' not in body, 'refusing to log a key'  # rev {rev}\n",
+    "[default]\n{name} = ${{{name}}}\nregion = us-east-1\n",
+    "$ echo ${name} | wc -c\n{n}\n$ env | grep -c {name}\n1\n",
+    "hf_hub_download(repo_id='org/model-{n}', filename='config.json', token=os.environ.get('{name}'))\n",
+    "for key in ('{name}', 'aws_access_key_id', 'OPENAI_API_KEY'):\n    print(key, key in os.environ)\n",
+)
+# The seed profile's sizes: rows of about SEED_ROW characters; a turn's content is SEED_MIN_TURN
+# times a Pareto draw (shape SEED_ALPHA: a heavy tail), cut at SEED_MAX_TURN.
+SEED_ROW = 100_000
+SEED_MIN_TURN = 3_000
+SEED_ALPHA = 1.1
+SEED_MAX_TURN = 1_000_000
+PROFILES = ("sparse", "dense", "seed")
+
+
 class Faker:
     """Fast pseudo-random content: slices of big pre-generated pools instead of per-char choices."""
 
@@ -224,6 +258,79 @@ class Faker:
     def assistant(self) -> str:
         return f"{self.words(self.rng.randint(10, 80))}\n{self.tool_call()}"
 
+    # ---- the dense profile: keyword-dense tool outputs --------------------------------------
+
+    def credential_code(self) -> str:
+        """Code that names credentials without holding one: environment variables, key markers."""
+        name = self.rng.choice(DENSE_NAMES)
+        return self.rng.choice(DENSE_CODE).format(name=name, n=self.rng.randint(1, 999), rev=self.hexs(12))
+
+    def small_image(self) -> str:
+        return "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA" + self.b64s(self.rng.randint(1_000, 6_000))
+
+    def cursor(self) -> str:
+        """A JSON page with a pagination cursor: base64 of a small JSON object, so it starts ``eyJ``."""
+        token = base64.urlsafe_b64encode(json.dumps(
+            {"page": self.rng.randint(1, 500), "after": self.uuid(), "sort": "created_at"}).encode()).decode().rstrip("=")
+        return json.dumps({"data": [{"id": self.uuid(), "name": self.words(2)} for _ in range(self.rng.randint(2, 6))],
+                           "next": f"https://api.example.com/v2/items?cursor={token}", "cursor": token})
+
+    def traceback(self) -> str:
+        frames = "".join(f'  File "/usr/lib/python3.11/site-packages/{self.words(1)}/{self.words(1)}.py", line '
+                         f"{self.rng.randint(1, 900)}, in {self.words(1)}\n    {self.words(4)}\n"
+                         for _ in range(self.rng.randint(2, 8)))
+        return f"Traceback (most recent call last):\n{frames}KeyError: '{self.words(1)}'"
+
+    def dense_piece(self) -> str:
+        makers = (self.credential_code, self.small_image, self.cursor, self.terminal, self.pip_log, self.git_log,
+                  self.json_response, self.traceback, self.docker_log)
+        return self.rng.choice(makers)()
+
+    def dense_output(self, low: int = 20_000, high: int = 50_000) -> str:
+        """One tool output of ``low``-``high`` characters made of dense pieces."""
+        target = self.rng.randint(low, high)
+        pieces: list[str] = []
+        size = 0
+        while size < target:
+            piece = self.dense_piece()
+            pieces.append(piece)
+            size += len(piece) + 1
+        return "\n".join(pieces)
+
+    def dense_row(self, index: int) -> dict:
+        row = self.row(index)
+        messages = row["conversations"][:2]
+        for _ in range(self.rng.randint(1, 3)):
+            messages.append({"role": "assistant", "content": self.assistant()})
+            messages.append({"role": "tool", "content": self.dense_output()})
+        row["conversations"] = messages
+        return row
+
+    # ---- the seed profile: ~100 KB rows, heavy-tailed turn sizes -----------------------------
+
+    def seed_content(self) -> str:
+        """A turn of a heavy-tailed size: most a few KB, some hundreds of KB, at most 1 MB."""
+        target = min(SEED_MAX_TURN, int(SEED_MIN_TURN * self.rng.paretovariate(SEED_ALPHA)))
+        pieces: list[str] = []
+        size = 0
+        while size < target:
+            piece = self.dense_piece() if self.rng.random() < 0.5 else self.tool_output()
+            pieces.append(piece)
+            size += len(piece) + 1
+        return "\n".join(pieces)[:target]
+
+    def seed_row(self, index: int) -> dict:
+        row = self.row(index)
+        messages = row["conversations"][:2]
+        size = 0
+        while size < SEED_ROW:
+            messages.append({"role": "assistant", "content": self.assistant()})
+            content = self.seed_content()
+            messages.append({"role": "tool", "content": content})
+            size += len(content) + len(messages[-2]["content"])
+        row["conversations"] = messages
+        return row
+
     def row(self, index: int) -> dict:
         messages = [{"role": "system", "content": self.rng.choice(SYSTEM_PROMPTS)},
                     {"role": "user", "content": f"Task {index}: {self.words(self.rng.randint(20, 120))}"}]
@@ -268,10 +375,19 @@ def generator_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, plants_per_shard: int = 3) -> dict:
-    """Write ``shards`` shards holding about ``mb`` MB of strings in total; return the manifest."""
+def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, plants_per_shard: int = 3,
+             profile: str = "sparse") -> dict:
+    """Write ``shards`` shards holding about ``mb`` MB of strings in total; return the manifest.
+
+    ``profile`` is one of :data:`PROFILES` (see the module docstring); ``dense`` plants nothing.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r} (one of {', '.join(PROFILES)})")
     out.mkdir(parents=True, exist_ok=True)
     faker = Faker(seed)
+    make_row = {"sparse": faker.row, "dense": faker.dense_row, "seed": faker.seed_row}[profile]
+    if profile == "dense":
+        plants_per_shard = 0
     per_shard = mb * 1e6 / shards
     per_group = per_shard / row_groups
     planted: list[dict] = []
@@ -284,7 +400,7 @@ def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, 
             for g in range(row_groups):
                 rows, size = [], 0
                 while size < per_group:
-                    row = faker.row(total_rows + shard_rows + len(rows))
+                    row = make_row(total_rows + shard_rows + len(rows))
                     rows.append(row)
                     size += row_bytes(row)
                 for k in range(plants_per_shard if g == row_groups // 2 else 0):
@@ -294,7 +410,12 @@ def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, 
                     message = rows[r]["conversations"][m]
                     secret_text = synth.expand(template, seed=f"bench-{seed}-{s}-{k}")
                     size += len(secret_text)
-                    message["content"] = message["content"][:200] + "\n" + secret_text + message["content"][200:400]
+                    content = message["content"]
+                    if profile == "sparse":
+                        message["content"] = content[:200] + "\n" + secret_text + content[200:400]
+                    else:  # anywhere in the whole (often long) turn, at a line start
+                        at = content.rfind("\n", 0, faker.rng.randrange(len(content) + 1)) + 1
+                        message["content"] = content[:at] + secret_text + content[at:]
                     planted.append({"shard": name, "row": shard_rows + r, "column": f"conversations[{m}].content",
                                     "rule_id": rule_id})
                 writer.write_table(pa.Table.from_pylist(rows, schema=TRACE_SCHEMA), row_group_size=len(rows))
@@ -302,6 +423,7 @@ def generate(out: Path, mb: float, shards: int, row_groups: int, seed: int = 1, 
                 total_bytes += sum(row_bytes(r) for r in rows)
         total_rows += shard_rows
     manifest = {"seed": seed, "mb": mb, "shards": shards, "row_groups": row_groups, "generator": generator_digest(),
+                "profile": profile,
                 "rows": total_rows,
                 "string_bytes": total_bytes, "planted": planted}
     manifest_path(out).write_text(json.dumps(manifest, indent=1))
@@ -316,8 +438,9 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=6)
     parser.add_argument("--row-groups", type=int, default=4, help="row groups per shard")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", choices=PROFILES, default="sparse")
     args = parser.parse_args()
-    manifest = generate(args.out, args.mb, args.shards, args.row_groups, args.seed)
+    manifest = generate(args.out, args.mb, args.shards, args.row_groups, args.seed, profile=args.profile)
     print(f"{manifest['shards']} shards, {manifest['rows']} rows, {manifest['string_bytes'] / 1e6:.1f} MB of strings, "
           f"{len(manifest['planted'])} planted credentials -> {args.out}")
 

@@ -22,7 +22,13 @@ set would otherwise recompile every module on every run (about 0.15 s).
 
 The timed commands on the corpus take turns for ``--repeat`` rounds, and the fastest run of each
 is kept (the machine is shared; see :func:`best_of`).
-Usage: ``python -m benchmarks.run [--mb 2150] [--shards 100] [--repeat 5] [--big] [--no-gitleaks]``
+Corpus profiles (``--profiles sparse,dense,seed``, see ``benchmarks.generate``) are timed side by
+side: each profile's baseline, all-cores scan, scan with decoding off (and one worker on ``seed``)
+take turns in the same rounds. ``--profiles-only`` (or ``--quick``: 40 MB per profile, 2 rounds)
+runs only them and writes RESULTS.md from them, which fits in a few minutes on a small shared machine.
+
+Usage: ``python -m benchmarks.run [--mb 2150] [--shards 100] [--repeat 5] [--big] [--no-gitleaks]
+[--profiles-only | --quick] [--profile-mb 160] [--profile-shards 8]``
 """
 
 from __future__ import annotations
@@ -164,20 +170,21 @@ def byte_compile() -> bool:
     return bool(package and benchmarks)
 
 
-def ensure_corpus(folder: Path, mb: float, shards: int, row_groups: int, seed: int) -> dict:
+def ensure_corpus(folder: Path, mb: float, shards: int, row_groups: int, seed: int, profile: str = "sparse") -> dict:
     """Generate the corpus unless an identical one is already there; return its manifest."""
     from benchmarks.generate import generate, generator_digest, manifest_path
 
     path = manifest_path(folder)
     if path.exists() and folder.is_dir():
         manifest = json.loads(path.read_text())
-        wanted = (mb, shards, row_groups, seed, generator_digest())
-        if tuple(manifest.get(key) for key in ("mb", "shards", "row_groups", "seed", "generator")) == wanted:
+        wanted = (mb, shards, row_groups, seed, generator_digest(), profile)
+        keys = ("mb", "shards", "row_groups", "seed", "generator", "profile")
+        if tuple(manifest.get(key, "sparse" if key == "profile" else None) for key in keys) == wanted:
             return manifest
     if folder.exists():
         shutil.rmtree(folder)
 
-    return generate(folder, mb, shards, row_groups, seed)
+    return generate(folder, mb, shards, row_groups, seed, profile=profile)
 
 
 def scan_cmd(paths: list[str], jobs: int, report: Path, *extra: str) -> list[str]:
@@ -236,6 +243,149 @@ def mb_s(nbytes: int, seconds: float) -> float:
     return nbytes / 1e6 / seconds if seconds > 0 else 0.0
 
 
+# Each profile's target for the all-cores scan's wall time, as a multiple of the baseline's.
+PROFILE_TARGETS = {"sparse": 1.5, "dense": 3.0, "seed": 2.0}
+
+
+def profile_runs(names: list[str], mb: float, shards: int, repeat: int, cores: int, tmp: Path,
+                 gitleaks: str | None) -> tuple[list[str], list[tuple[str, str, str]], list[str]]:
+    """Time the corpus profiles side by side (``benchmarks.generate``: sparse, dense, seed).
+
+    Per profile: the baseline, the all-cores scan, the same with decoding off, and on ``seed`` the
+    one-worker scan; all of them take turns in the same rounds (see :func:`best_of`). gitleaks,
+    when installed, reads each profile's JSONL export once. Returns the markdown lines, the target
+    rows and notes.
+    """
+    corpora = {name: ensure_corpus(DATA / f"profile-{name}", mb, shards, 2, seed=1, profile=name) for name in names}
+    commands: dict[str, list[str]] = {}
+    reports: dict[str, Path] = {}
+    for name in names:
+        folder = str(DATA / f"profile-{name}")
+        commands[f"{name}:base"] = [PY, "-m", "benchmarks.baseline", folder]
+        variants = {"all": (cores, ()), "depth0": (cores, ("--max-decode-depth", "0"))}
+        if name == "seed" and cores >= 2:
+            variants["1"] = (1, ())
+        for label, (jobs, extra) in variants.items():
+            reports[f"{name}:{label}"] = tmp / f"profile-{name}-{label}.json"
+            commands[f"{name}:{label}"] = scan_cmd([folder], jobs, reports[f"{name}:{label}"], *extra)
+    if cores >= 2:  # this machine's own parallel speed-up in the same rounds (see probe_cmd)
+        commands["probe-1"], commands["probe-all"] = probe_cmd(1), probe_cmd(cores)
+    print(f"timing {len(commands)} profile commands, {repeat} rounds ...", file=sys.stderr, flush=True)
+    timed = best_of(commands, repeat)
+    gl: dict[str, Run] = {}
+    if gitleaks:
+        for name in names:
+            out = DATA / f"profile-{name}-jsonl"
+            export_jsonl(sorted((DATA / f"profile-{name}").glob("*.parquet")), out)
+            gl[name] = best([gitleaks, "dir", str(out), "--no-banner", "--log-level", "error", "--report-format",
+                             "json", "--report-path", str(tmp / f"gitleaks-{name}.json"), "--exit-code", "0"], 1)
+
+    lines = ["| profile | strings MB | rows | candidate cells | baseline wall s | scan wall s (all cores) | MB/s "
+             "| vs baseline | decoding off wall s | decoding on vs off | peak RSS MiB | gitleaks wall s |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    targets: list[tuple[str, str, str]] = []
+    notes: list[str] = []
+    stats: list[str] = []
+    for name in names:
+        base, run, off = timed[f"{name}:base"], timed[f"{name}:all"], timed[f"{name}:depth0"]
+        nbytes = json.loads(base.stdout)["bytes"]
+        ratio, extra = run.seconds / base.seconds, run.seconds / off.seconds - 1
+        picked = re.search(r"candidates\s+(\d+) cell", run.stderr)
+        glrun = gl.get(name)
+        lines.append(f"| {name} | {nbytes / 1e6:.1f} | {corpora[name]['rows']} | {picked.group(1) if picked else '?'} "
+                     f"| {base.seconds:.2f} | {run.seconds:.2f} | {mb_s(nbytes, run.seconds):.1f} | {ratio:.2f}x "
+                     f"| {off.seconds:.2f} | {extra:+.1%} | {max(run.peak_rss, off.peak_rss) / 2**20:.0f} "
+                     f"| {f'{glrun.seconds:.2f}' if glrun else 'not installed'} |")
+        verdict = "met" if ratio <= PROFILE_TARGETS[name] else "NOT met"
+        targets.append((f"{name}: all-cores scan <= {PROFILE_TARGETS[name]:.1f}x baseline", f"{ratio:.2f}x", verdict))
+        targets.append((f"{name}: decoding on vs off < 15%", f"{extra:+.1%}", "met" if extra < 0.15 else "NOT met"))
+        rss = max(timed[k].peak_rss for k in timed if k.startswith(name + ":") and not k.endswith(":base"))
+        targets.append((f"{name}: peak RSS < 1 GB", f"{rss / 2**20:.0f} MiB", "met" if rss < 2**30 else "NOT met"))
+        if glrun is not None:
+            factor = glrun.seconds / run.seconds
+            targets.append((f"{name}: >= 10x gitleaks throughput", f"{factor:.1f}x", "met" if factor >= 10 else "NOT met"))
+        elif name == "dense":
+            targets.append(("dense: >= 10x gitleaks throughput", "gitleaks is not installed on this machine", "not measured"))
+        found_all = findings_of(reports[f"{name}:all"])
+        located = {(f["shard"], f["row"], f["column"], f["rule_id"]) for f in found_all}
+        planted = corpora[name]["planted"]
+        hit = sum((p["shard"], p["row"], p["column"], p["rule_id"]) in located for p in planted)
+        notes.append(f"{name}: {len(found_all)} findings ({sum(f['blocking'] for f in found_all)} blocking); "
+                     f"{hit}/{len(planted)} planted credentials found.")
+        if f"{name}:1" in timed:
+            one = timed[f"{name}:1"]
+            speedup = one.seconds / run.seconds
+            same = findings_of(reports[f"{name}:1"]) == found_all
+            targets.append((f"{name}: {cores} workers >= 1.7x one", f"{speedup:.2f}x ({one.seconds:.2f} s with 1 worker; "
+                            f"findings identical: {same})", "met" if speedup >= 1.7 else "NOT met"))
+        stats += [f"### {name}", "", "```", run.stderr.strip(), "```", ""]
+    if cores >= 2:
+        ceiling = cores * timed["probe-1"].seconds / timed["probe-all"].seconds
+        notes.append(f"This machine's own speed-up for {cores} copies of a CPU-bound loop, timed in the same rounds: "
+                     f"{ceiling:.2f}x (idle cores give {cores}x); the worker speed-up cannot exceed it.")
+        for name in names:
+            if f"{name}:1" in timed:
+                one, every = timed[f"{name}:1"], timed[f"{name}:all"]
+                notes.append(f"{name}: CPU seconds {one.cpu_seconds:.2f} with 1 worker, {every.cpu_seconds:.2f} with "
+                             f"{cores}; wall {one.seconds:.2f} s and {every.seconds:.2f} s.")
+    return lines + ["", "## Where the time went per profile (`--stats`, all cores)", "", *stats], targets, notes
+
+
+def profiles_only(args: argparse.Namespace) -> None:
+    """Run only the profiles (``--quick`` or ``--profiles-only``) and write RESULTS.md from them."""
+    sys.path.insert(0, str(ROOT))
+    from shardscan.executor import default_jobs
+
+    import pyarrow
+
+    cores = default_jobs()
+    compiled = byte_compile()
+    load_before = os.getloadavg()
+    tmp = Path(tempfile.mkdtemp(prefix="shardscan-bench-"))
+    gitleaks = None if args.no_gitleaks else shutil.which("gitleaks")
+    names = [n for n in args.profiles.split(",") if n]
+    table, targets, notes = profile_runs(names, args.profile_mb, args.profile_shards, args.repeat, cores, tmp, gitleaks)
+    load_after = os.getloadavg()
+    if not gitleaks:
+        notes.append("gitleaks is not installed on this machine (no binary on PATH; none was downloaded), so its "
+                     "time on the same rows was not measured in this run.")
+    notes.append("Timed on byte-compiled modules (`compileall`), as a `pip install` leaves them."
+                 if compiled else "Byte-compiling the package FAILED: timings include compiling every module.")
+    notes.append("Only the profiles were run (`--profiles-only`/`--quick`): the full 2.15 GB corpus, the 1 GB "
+                 "shard's memory and the small-scan rows are measured by `python -m benchmarks.run` without it. "
+                 "How the profiles' time is spent and what was changed for them: `docs/throughput.md`.")
+    lines = [
+        "# shardscan benchmark results",
+        "",
+        "Written by `python -m benchmarks.run` (do not edit by hand).",
+        "",
+        f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- machine: {cores} core(s) usable, {platform.machine()}, Python {platform.python_version()}, "
+        f"pyarrow {pyarrow.__version__}",
+        f"- load average before / after: {load_before[0]:.2f} / {load_after[0]:.2f} (the machine is shared; each "
+        f"timing is the fastest of {args.repeat} runs, the commands taking turns)",
+        f"- profiles: {', '.join(names)}, {args.profile_mb:.0f} MB of strings each in {args.profile_shards} shards "
+        f"x 2 row groups (`benchmarks/generate.py --profile`, seed 1)",
+        "",
+        "## Profiles side by side",
+        "",
+        *table,
+        "## Targets",
+        "",
+        "| target | measured | |",
+        "| --- | --- | --- |",
+        *(f"| {t} | {m} | {v} |" for t, m, v in targets),
+        "",
+        "## Notes",
+        "",
+        *(f"- {n}" for n in notes),
+        "",
+    ]
+    args.output.write_text("\n".join(lines))
+    print("\n".join(lines))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:  # noqa: C901 (a linear script)
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -248,7 +398,18 @@ def main() -> None:  # noqa: C901 (a linear script)
     parser.add_argument("--big-mb", type=float, default=1000.0)
     parser.add_argument("--no-gitleaks", action="store_true")
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--profiles", default="sparse,dense,seed", help="corpus profiles to run side by side")
+    parser.add_argument("--profile-mb", type=float, default=160.0, help="MB of strings per profile")
+    parser.add_argument("--profile-shards", type=int, default=8)
+    parser.add_argument("--profiles-only", action="store_true", help="run only the profiles, not the full corpus")
+    parser.add_argument("--quick", action="store_true",
+                        help="a few minutes on a small machine: profiles only, 40 MB each, 2 rounds")
     args = parser.parse_args()
+    if args.quick:
+        args.profile_mb, args.repeat, args.profiles_only = min(args.profile_mb, 40.0), min(args.repeat, 2), True
+    if args.profiles_only:
+        profiles_only(args)
+        return
 
     sys.path.insert(0, str(ROOT))
     from shardscan.executor import default_jobs
@@ -519,6 +680,15 @@ def main() -> None:  # noqa: C901 (a linear script)
             "",
         ]
     lines += ["## Where the time went (`--stats`, all cores)", "", "```", stats_text, "```", ""]
+    names = [n for n in args.profiles.split(",") if n]
+    if names:
+        log("corpus profiles ...")
+        table, profile_targets, profile_notes = profile_runs(names, args.profile_mb, args.profile_shards, args.repeat,
+                                                             cores, tmp, None if args.no_gitleaks else gitleaks)
+        lines += [f"## Profiles side by side ({args.profile_mb:.0f} MB of strings each)", "", *table,
+                  "## Profile targets", "", "| target | measured | |", "| --- | --- | --- |",
+                  *(f"| {t} | {m} | {v} |" for t, m, v in profile_targets), ""]
+        notes += profile_notes
     if notes:
         lines += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     args.output.write_text("\n".join(lines))

@@ -42,15 +42,26 @@ def passes_filters(rule: Rule, secret: str) -> bool:
     return not any(word in lowered for word in rule.stopwords)
 
 
-def detect(view: View, rules: tuple[Rule, ...], timeout: float) -> Iterator[Candidate]:
+def detect(
+    view: View,
+    rules: tuple[Rule, ...],
+    timeout: float,
+    present: frozenset[str] | None = None,
+    known: frozenset[str] = frozenset(),
+) -> Iterator[Candidate]:
     """Yield candidates for every rule whose keywords appear in the view.
 
-    Offsets are those of the view's text; raises RegexTimeout when a pattern runs past ``timeout``
-    seconds on this view.
+    ``present`` (optional) is the set of keywords found in the view by one pass over it, out of
+    ``known`` (the keywords that pass looked for); a rule's keyword outside ``known`` is searched
+    in the text as usual. Offsets are those of the view's text; raises RegexTimeout when a
+    pattern runs past ``timeout`` seconds on this view.
     """
     text = view.text
     for rule in rules:
-        if not rule.keyword_in(text):
+        if present is None:
+            if not rule.keyword_in(text):
+                continue
+        elif not any(k in present if k in known else k in text for k in rule.keywords):
             continue
         try:
             for match in rule.pattern.finditer(text, timeout=timeout):

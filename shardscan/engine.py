@@ -6,7 +6,7 @@ import copy
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan import arrow_compute as compute
-from shardscan import decoders, hyperscan_matcher
+from shardscan import decoders, hit_windows, hyperscan_matcher
 from shardscan.decoders import DecodeLimits
 from shardscan.decoders.shell_prompt import NAME as SHELL_PROMPT
 from shardscan.decoders.terminal_wrap import NAME as TERMINAL_WRAP
@@ -88,6 +88,9 @@ class ScanOptions:
     # window boundary as long as it is shorter than the overlap.
     window_chars: int = 4 * 1024 * 1024
     window_overlap: int = 64 * 1024
+    # A candidate cell longer than this is scanned in windows around the prefilter's hits
+    # (``shardscan.hit_windows``) instead of whole; None: always whole (the same findings, slower).
+    hit_windows_above: int | None = 4 * 1024
     # Attach plaintext to findings for local manual review (``--show-secrets``); never in CI.
     reveal_secrets: bool = False
     # Bytes the scan's data may take, shared by all worker processes: it sets how many rows of a
@@ -176,6 +179,7 @@ class Scanner:
         self.ruleset = ruleset
         self.options = options or ScanOptions()
         self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
+        self._known_keywords = frozenset(self.keywords.plain)  # what KeywordSet.present looks for
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
@@ -472,12 +476,12 @@ class Scanner:
         t = time.perf_counter()
         decoding = 0.0  # time spent producing decoded views, reported as its own stage
         budget = decoders.DecodeBudget.of(self.options.decode)
-        for offset, window in _windows(text, self.options.window_chars, self.options.window_overlap):
+        for offset, window, continued in self._windows_of(text):
             if self.known:
                 for hit in self.known.in_raw(window):
                     known.setdefault((hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
             views = decoders.views(
-                window, self.options.decode, limits.append, self.keywords, continued=offset > 0, budget=budget
+                window, self.options.decode, limits.append, self.keywords, continued=continued, budget=budget
             )
             while True:
                 since = time.perf_counter()
@@ -495,8 +499,12 @@ class Scanner:
                 if not rules:
                     continue
                 try:
-                    for cand in detect(view, rules, self.options.regex_timeout):
+                    present = self.keywords.present(view.text)
+                    for cand in detect(view, rules, self.options.regex_timeout, present, self._known_keywords):
                         start, end = view.original_span(cand.start, cand.end)
+                        if offset and not view.encoding:
+                            # A verifier reads the cell around a raw match: give it cell offsets.
+                            cand = replace(cand, start=offset + cand.start, end=offset + cand.end)
                         raw.append((cand, offset + start, offset + end))
                 except RegexTimeout as err:
                     limits.append(f"rule {err.rule_id}: pattern time limit ({self.options.regex_timeout:g}s) exceeded")
@@ -756,6 +764,32 @@ def _one_per_occurrence(known: dict[tuple[str, int, int], tuple[str, ...]]) -> d
         if not any(d == digest and s < end and start < e for d, s, e in kept):
             kept[key] = known[key]
     return kept
+
+    def _windows_of(self, text: str) -> Iterator[tuple[int, str, bool]]:
+        """The parts of a cell to decode and match: (offset in the cell, text, cut mid-run).
+
+        A long cell is read only around the prefilter's hits (``shardscan.hit_windows``: merged
+        windows of whole lines, widened over a token, a wrapped base64 block or a PEM body that
+        runs past them); a hit window starts at a token boundary, so no encoded run is cut at its
+        start. A short cell, or one whose hits cannot be located (no Hyperscan, a cell selected
+        for another reason), is read whole, in overlapping windows when it is very long.
+        """
+        size, overlap = self.options.window_chars, self.options.window_overlap
+        spans = None
+        above = self.options.hit_windows_above
+        # Known secrets select cells through their own RE2 prefilter, whose hits are not located:
+        # with them the whole cell is read, so that an occurrence away from every keyword is seen.
+        if above is not None and above < len(text) <= hit_windows.MAX_CELL and not self.known:
+            compiled = hyperscan_matcher.database(self.prefilter.expressions, cache_dir=self.prefilter.cache_dir)
+            ends = hit_windows.hit_ends(text, compiled, self.prefilter.start_keywords)
+            spans = hit_windows.windows(text, ends) if ends is not None else None
+        if spans is None:
+            for offset, window in _windows(text, size, overlap):
+                yield offset, window, offset > 0
+            return
+        for span in spans:
+            for offset, window in _windows(text[span.start : span.end], size, overlap):
+                yield span.start + offset, window, offset > 0
 
 
 def _attach(cf: CellFinding, location: CellLocation) -> Finding:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import numpy as np
 import pyarrow as pa
 
 from shardscan import arrow_compute as compute
@@ -196,8 +195,7 @@ class KeywordSet:
         # with 43 keywords, 3.2 ms with 106); Hyperscan's automaton does not grow with their number.
         compiled = _keyword_database(self.plain) if self.plain else None
         if compiled is not None:
-            bounds = np.array([0, len(data)], dtype=np.int64)
-            return bool(hyperscan_matcher.first_match_cells(compiled.db, bounds, memoryview(data))[0][0])
+            return _any_match(compiled, data)
         if len(data) > RE2_ABOVE:
             return _re2_search(self.plain_pattern, data)
         # One search for all keywords, in C, rather than one per keyword.
@@ -237,6 +235,16 @@ class KeywordSet:
         Small texts are searched with the pattern compiled once for Python's ``re``; big ones with
         RE2 in C++ (pyarrow compiles it per call, which only pays off on big inputs).
         """
+        # Hyperscan's automaton first: Python's alternation of some 500 keyword forms tries each at
+        # every position (a decoded pagination cursor of 300 characters: 0.3 ms).
+        compiled = _forms_database(self.plain, self.encoded) if self.plain else None
+        if compiled is not None:
+            try:
+                data = value if isinstance(value, bytes) else value.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: Python's re below
+                data = None
+            if data is not None:
+                return _any_match(compiled, data)
         if len(value) > RE2_ABOVE:
             return _re2_search(self.pattern, value)
         if isinstance(value, bytes):
@@ -245,12 +253,47 @@ class KeywordSet:
 
 
     def occurrences(self, text: str) -> Iterator[tuple[int, int]]:
-        """Spans of every plain keyword occurrence in ``text``."""
+        """Spans of every plain keyword occurrence in ``text`` (in no particular order)."""
+        # One Hyperscan pass rather than one str.find loop per keyword (over a hundred of them);
+        # byte offsets are character offsets only in ASCII text.
+        compiled = _keyword_database(self.plain) if self.plain and text.isascii() else None
+        if compiled is not None:
+            spans: list[tuple[int, int]] = []
+            plain = self.plain
+
+            def note(keyword: int, _start: int, to: int, _flags: int, _context: object) -> None:
+                spans.append((to - len(plain[keyword]), to))
+
+            compiled.db.scan(text.encode("ascii"), match_event_handler=note)
+            yield from spans
+            return
         for keyword in self.plain:
             at = text.find(keyword)
             while at >= 0:
                 yield at, at + len(keyword)
                 at = text.find(keyword, at + 1)
+
+    def present(self, text: str) -> frozenset[str] | None:
+        """The plain keywords that occur in ``text``, from one Hyperscan pass (None without Hyperscan).
+
+        Rules test their keywords against this set instead of searching the text once per keyword
+        and rule (over a hundred searches of the whole text per view).
+        """
+        compiled = _keyword_database(self.plain) if self.plain else None
+        if compiled is None:
+            return None
+        found: set[int] = set()
+
+        def note(keyword: int, _start: int, _to: int, _flags: int, _context: object) -> bool:
+            found.add(keyword)
+            return len(found) == len(self.plain)  # every keyword seen: nothing left to learn
+
+        try:
+            # A lone surrogate's bytes cannot be part of any keyword's UTF-8, so presence is exact.
+            compiled.db.scan(text.encode("utf-8", "surrogatepass"), match_event_handler=note)
+        except hyperscan_matcher.hyperscan.ScanTerminated:
+            pass
+        return frozenset(self.plain[i] for i in found)
 
     def counts(self, text: str) -> tuple[int, ...]:
         """How often each plain keyword occurs in ``text``."""
@@ -262,6 +305,7 @@ class KeywordSet:
         if self.plain_bytes:
             _bytes_alternation(self.plain_bytes)
             _keyword_database(self.plain)
+            _forms_database(self.plain, self.encoded)
 
 
 @lru_cache(maxsize=8)
@@ -273,6 +317,28 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 def _keyword_database(plain: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
     """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
     return hyperscan_matcher.database(_literals(plain))
+
+
+def _stop(*_match: object) -> bool:
+    return True  # the first match answers the question: stop the scan
+
+
+def _any_match(compiled: hyperscan_matcher.Compiled, data: bytes) -> bool:
+    """Whether any expression of ``compiled`` matches in ``data`` (one Hyperscan call, stopped at the first match)."""
+    try:
+        compiled.db.scan(data, match_event_handler=_stop)
+    except hyperscan_matcher.hyperscan.ScanTerminated:
+        return True
+    return False
+
+
+@lru_cache(maxsize=8)
+def _forms_database(plain: tuple[str, ...], encoded: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
+    """Hyperscan's database of the plain keywords and their encoded forms (None without Hyperscan,
+    or when a form is not plain ASCII, where bytes and characters could disagree)."""
+    if not all(form.isascii() for form in encoded):
+        return None
+    return hyperscan_matcher.database(_literals(plain) + encoded)
 
 
 @lru_cache(maxsize=8)

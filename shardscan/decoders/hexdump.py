@@ -16,8 +16,10 @@ from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, utf8_or_non
 NAME = "hexdump"
 
 # xxd: "00000010: 3d68 665f 6162 6364  =hf_abcd"; hexdump -C: "00000010  3d 68 66 5f  |=hf_|".
+# The line start is checked after the first character (``(?<=^.)``), so that each branch starts
+# with a character class the engine searches for instead of trying ``^`` at every position.
 _LINE = re.compile(
-    r"^[ \t]*[0-9a-fA-F]{6,16}(?::[ ]|[ ]{2})"
+    r"(?:[ \t](?<=^.)[ \t]*[0-9a-fA-F]{6,16}|[0-9a-fA-F](?<=^.)[0-9a-fA-F]{5,15})(?::[ ]|[ ]{2})"
     r"((?:[0-9a-fA-F]{2}(?:[0-9a-fA-F]{2})?[ ]{1,2}){0,16}[0-9a-fA-F]{2}(?:[0-9a-fA-F]{2})?)"
     r"(?:[ ]{2,}.*)?$",
     re.M,

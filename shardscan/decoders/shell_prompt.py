@@ -29,7 +29,9 @@ _USERS = (
 _AT_REST = re.compile(r"@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]")
 _ARROW = " ➜ "
 _SH = "sh-"  # the end of "bash-" too
-_SH_PROMPT = re.compile(r"bash-(?:[0-9][0-9.]{0,8})?[#$] |(?<!ba)sh-[0-9][0-9.]{0,8}[#$] ")
+# The "not after ba" test follows the literal "sh-" it guards: a lookbehind leading a branch would be
+# tried at every position of the text.
+_SH_PROMPT = re.compile(r"bash-(?:[0-9][0-9.]{0,8})?[#$] |sh-(?<!bash-)[0-9][0-9.]{0,8}[#$] ")
 _USER_BEFORE = re.compile(r"(?:%s)\Z" % _USERS)
 _SPLIT = re.compile(r"\n(?=(?:%s)(?:@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]| ➜ )|bash-(?:[0-9][0-9.]{0,8})?[#$] |sh-[0-9][0-9.]{0,8}[#$] )"
                     % _USERS)

@@ -26,17 +26,22 @@ NAME = "string-concat"
 _GAP = r"[ \t]*"
 _BREAK = r"(?:\\?\r?\n" + _GAP + r")+"
 _LIST_SEPARATOR = _GAP + "," + _GAP + r"(?:\\?\r?\n" + _GAP + r")*"
+# Every branch starts with the closing quote (one top-level alternative led by a character class),
+# so the regex engine looks for a quote and tries nothing elsewhere; what must come before the
+# quote is checked by lookbehinds placed after it (a lookbehind first would be tried at every
+# position of the text).
 _JOIN = re.compile(
     r"""(["'])"""  # the closing quote of a literal
-    + _GAP
+    + r"(?:" + _GAP
     + r"(?:[+.&]" + _GAP + r"(?:" + _BREAK + r")?"  # an operator, maybe with line breaks after it
     + r"|" + _BREAK + r"(?:[+.&]" + _GAP + r")?"  # or line breaks, maybe with an operator after them
     + r")\1"  # the opening quote of the next literal, of the same kind
     # Or one line of a list of lines, a comma, and the next line: a base64 line (a short one only
     # when it is the whole literal), or the END marker after any line.
-    + r"""|(?:(?<=\\n)|(?<=-----)|(?<=[A-Za-z0-9+/=]{16}))(["'])""" + _LIST_SEPARATOR
-    + r"\2(?=[A-Za-z0-9+/=]{16}|[A-Za-z0-9+/=]{1,15}(?:\\n)?\2)"
-    + r"""|(["'])""" + _LIST_SEPARATOR + r"\3(?=-----END)"
+    + r"""|(?:(?<=\\n.)|(?<=-----.)|(?<=[A-Za-z0-9+/=]{16}.))""" + _LIST_SEPARATOR
+    + r"\1(?=[A-Za-z0-9+/=]{16}|[A-Za-z0-9+/=]{1,15}(?:\\n)?\1)"
+    + r"|" + _LIST_SEPARATOR + r"\1(?=-----END)"
+    + r")"
 )
 
 

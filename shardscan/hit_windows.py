@@ -1,0 +1,253 @@
+"""Scan windows of a long candidate cell: bounded spans around the prefilter's hits, widened where an encoding needs it.
+
+A long cell is selected because a keyword (plain or in an encoded form) occurs somewhere in it.
+Decoding, detecting and verifying the whole cell costs time in proportion to its length, while
+only the text around those occurrences can hold what a rule reports. :func:`hit_ends` finds
+where the prefilter's expressions match (Hyperscan, C speed); :func:`windows` turns those offsets
+into merged windows of whole lines and widens a window only where the text proves it must:
+
+- to both ends of a token it cuts (a long JWT, a one-line base64 value, an image: a token is
+  read whole or not at all, so that no rule sees a boundary the cell does not have);
+- over the neighbouring lines of a wrapped base64 block (lines of base64 characters only);
+- to the ``-----END`` marker of a PEM block that starts inside it.
+
+Whenever the windows cannot be trusted to cover everything or would not help (no Hyperscan,
+text that is not valid UTF-8, more hits than :data:`MAX_HITS`, a cell longer than
+:data:`MAX_CELL`, windows covering most of the cell, a PEM block whose END marker is further than
+:data:`MAX_BLOCK`), the caller scans the whole cell, exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from shardscan import hyperscan_matcher
+from shardscan.decoders import NEAR_AFTER, NEAR_BEFORE
+
+# Text kept before a hit's end (the keyword itself, the name a value is assigned to, a secret a
+# keyword ends, escapes that decode next to it) and after it (the secret a keyword starts or
+# names). The decoders' "near a keyword" reach (``decoders.NEAR_BEFORE`` and ``NEAR_AFTER``)
+# plus the longest keyword, so that every escape that decides whether an escape decoding pays off
+# lies inside the window; a secret longer than that is a token or a block, widened below.
+BEFORE = NEAR_BEFORE + 256
+AFTER = NEAR_AFTER + 256
+# Windows are cut at line breaks: a line longer than this is cut at a token boundary instead.
+LINE_SNAP = 4096
+# How far a PEM block or a wrapped base64 block may widen a window.
+MAX_BLOCK = 256 * 1024
+# More hits than this in one cell: the whole cell is scanned (windows would cover it anyway).
+MAX_HITS = 4096
+# Cells longer than this are read whole (in the engine's overlapping 4 M-character windows):
+# locating hits copies the text twice (its UTF-8 bytes, a map of its token characters), which
+# on a 200 MB cell would add more memory than the scan's own budget allows for.
+MAX_CELL = 16 * 1024 * 1024
+# When the windows cover more than this share of the cell, the whole cell is scanned in one go.
+MOST = 0.85
+
+# Characters of a token a rule may report, a base64 line, a JWT, an escaped value: a window that
+# ends (or starts) inside such a run is widened to the run's end (start).
+_TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.%\\~:@")
+_TOKEN_MAP = bytes(ord("A") if chr(b) in _TOKEN else ord(" ") for b in range(256))
+_B64_LINE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+_PEM_BEGIN = "-----BEGIN"
+# A BEGIN marker starts a block to read to its END marker when a base64 run follows it within
+# BODY_WITHIN characters, with only line breaks (real or escaped), quotes, concatenation, line
+# numbers and PEM header lines between them. (A body in another shape still gets the window's
+# own reach after the marker, and the wrapped-block widening over base64 lines.)
+BODY_WITHIN = 512
+_BODY_FOLLOWS = re.compile(
+    r"""(?:[ \t\r\n"'`+,.&|>#*;:()\[\]{}]|\\[nrt]|\\|<br\s*/?>|&#1[03];|%0[AaDd]|[0-9]{1,6}(?:→|:|\t)"""
+    r"|(?:Proc-Type|DEK-Info|Comment):[^\n]*)*[A-Za-z0-9+/=]{16}"
+)
+_PEM_END = "-----END"
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A span ``[start, end)`` of a cell's text to scan."""
+
+    start: int
+    end: int
+
+
+def hit_ends(
+    text: str, compiled: hyperscan_matcher.Compiled | None, start_keywords: tuple[bytes, ...] = ()
+) -> list[int] | None:
+    """Character offsets in ``text`` where one of the prefilter's expressions ends a match.
+
+    ``start_keywords`` (token keywords, UTF-8) also count at the very start of the text, where
+    the prefilter's buffer scan saw the previous cell's bytes. None when the offsets cannot be
+    had (no Hyperscan database, text that does not encode as UTF-8) or are too many to help.
+    """
+    if compiled is None or hyperscan_matcher.hyperscan is None:
+        return None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        return None
+    ends: list[int] = []
+
+    def note(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
+        ends.append(to)
+        return len(ends) > MAX_HITS
+
+    try:
+        compiled.db.scan(data, match_event_handler=note)
+    except hyperscan_matcher.hyperscan.ScanTerminated:
+        return None
+    ends += [len(k) for k in start_keywords if data.startswith(k)]
+    if len(data) != len(text) and ends:
+        # Byte offsets to character offsets: count the bytes that start a character before each end.
+        raw = np.frombuffer(data, dtype=np.uint8)
+        starts = np.concatenate(([0], np.cumsum((raw & 0xC0) != 0x80)))
+        ends = starts[np.array(ends, dtype=np.int64)].tolist()
+    return sorted(set(ends))
+
+
+def windows(text: str, ends: list[int]) -> list[Window] | None:
+    """Merged windows around the hit ``ends``, widened where an encoding needs it (see the module docstring).
+
+    None means "scan the whole cell": no hit to anchor on, a PEM block past its bound, or windows
+    covering most of the cell.
+    """
+    if not ends:
+        return None
+    n = len(text)
+    spans: list[list[int]] = []
+    for end in ends:
+        lo, hi = max(0, end - BEFORE), min(n, end + AFTER)
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    mapped: bytes | None = None
+    out: list[Window] = []
+    for lo, hi in spans:
+        lo, hi = _line_start(text, lo), _line_end(text, hi)
+        if mapped is None:
+            mapped = text.encode("ascii", "replace").translate(_TOKEN_MAP)
+        lo, hi = _token_start(mapped, lo), _token_end(mapped, hi)
+        lo, hi = _wrapped_block(text, lo, hi)
+        hi = _pem_end(text, lo, hi)
+        if hi < 0:
+            return None
+        if out and lo <= out[-1].end:
+            out[-1] = Window(out[-1].start, max(out[-1].end, hi))
+        else:
+            out.append(Window(lo, hi))
+    if sum(w.end - w.start for w in out) > MOST * n:
+        return None
+    return out
+
+
+def _line_start(text: str, lo: int) -> int:
+    """``lo`` moved back to the start of its line (or left where it is if that is too far)."""
+    if lo <= 0:
+        return 0
+    brk = text.rfind("\n", max(0, lo - LINE_SNAP), lo)
+    return brk + 1 if brk >= 0 else (0 if lo <= LINE_SNAP else lo)
+
+
+def _line_end(text: str, hi: int) -> int:
+    """``hi`` moved on to the end of its line, line break included (or left where it is if too far)."""
+    if hi >= len(text):
+        return len(text)
+    brk = text.find("\n", hi, hi + LINE_SNAP)
+    return brk + 1 if brk >= 0 else (len(text) if len(text) - hi <= LINE_SNAP else hi)
+
+
+def _token_start(mapped: bytes, lo: int) -> int:
+    """``lo`` moved back out of a token it cuts, however long (an image's base64 costs a search in C)."""
+    if lo <= 0 or lo >= len(mapped) or mapped[lo - 1] == 0x20 or mapped[lo] == 0x20:
+        return lo
+    return mapped.rfind(b" ", 0, lo) + 1
+
+
+def _token_end(mapped: bytes, hi: int) -> int:
+    """``hi`` moved on out of a token it cuts, however long."""
+    n = len(mapped)
+    if hi >= n or mapped[hi] == 0x20 or mapped[hi - 1] == 0x20:
+        return hi
+    gap = mapped.find(b" ", hi)
+    return gap if gap >= 0 else n
+
+
+def _is_b64_line(line: str) -> bool:
+    """A line of a wrapped base64 block (PEM body, ``base64`` output), indentation and escapes aside."""
+    body = line.strip().strip("\"',").removesuffix("\\n").removesuffix("\\r")
+    return len(body) >= 16 and not set(body) - _B64_LINE
+
+
+def _wrapped_block(text: str, lo: int, hi: int) -> tuple[int, int]:
+    """Widen ``[lo, hi)`` over the base64 lines next to it, when it starts or ends inside a wrapped block.
+
+    Lines are the text's own (``\\n``) or JSON-escaped ones (``\\\\n``); the block is followed at most
+    :data:`MAX_BLOCK` characters either way.
+    """
+    limit_lo, limit_hi = max(0, lo - MAX_BLOCK), min(len(text), hi + MAX_BLOCK)
+    # Forward: while the next line is base64.
+    while hi < limit_hi:
+        nxt = _next_break(text, hi, limit_hi)
+        if not _is_b64_line(text[hi:nxt]):
+            break
+        hi = nxt
+    while lo > limit_lo:
+        prev = _prev_break(text, lo, limit_lo)
+        if not _is_b64_line(text[prev:lo]):
+            break
+        lo = prev
+    return lo, hi
+
+
+def _next_break(text: str, at: int, limit: int) -> int:
+    """The offset just past the next line break (real or JSON-escaped) after ``at``, or ``limit``."""
+    real = text.find("\n", at, limit)
+    # The escaped break is only looked for before the real one (each search stops there).
+    escaped = text.find("\\n", at, real + 1 if real >= 0 else limit)
+    if escaped >= 0:
+        return escaped + 2
+    return real + 1 if real >= 0 else limit
+
+
+def _prev_break(text: str, at: int, limit: int) -> int:
+    """The start of the line that ends at ``at`` (after a real or JSON-escaped break), or ``limit``."""
+    # Skip the break ``at`` itself stands after.
+    end = at - 1 if at > 0 and text[at - 1] == "\n" else at - 2 if text.startswith("\\n", at - 2) else at
+    real = text.rfind("\n", limit, end)
+    escaped = text.rfind("\\n", real if real >= 0 else limit, end)
+    if escaped >= 0:
+        return escaped + 2
+    return real + 1 if real >= 0 else limit
+
+
+def _pem_end(text: str, lo: int, hi: int) -> int:
+    """``hi``, or past the ``-----END`` line of each PEM block that begins in ``[lo, hi)`` and ends after it.
+
+    A BEGIN marker starts a block only when base64 follows it closely (:func:`_has_body`): code
+    that tests for a marker (``line.startswith('-----BEGIN PRIVATE KEY-----')``) has no body to
+    read. -1 when an END marker lies further than :data:`MAX_BLOCK` away (or is missing while the
+    text goes on past that bound): the caller scans the whole cell.
+    """
+    out = hi
+    begin = text.find(_PEM_BEGIN, lo, hi)
+    while begin >= 0:
+        if _has_body(text, begin):
+            end = text.find(_PEM_END, begin + len(_PEM_BEGIN), min(len(text), hi + MAX_BLOCK))
+            if end < 0:
+                if len(text) - hi > MAX_BLOCK:
+                    return -1
+                return len(text)
+            if end + len(_PEM_END) > hi:
+                out = max(out, _line_end(text, end + len(_PEM_END)))
+        begin = text.find(_PEM_BEGIN, begin + len(_PEM_BEGIN), hi)
+    return out
+
+
+def _has_body(text: str, begin: int) -> bool:
+    """Whether a run of base64 characters (a body line, a DEK-Info value) follows the BEGIN marker at ``begin``."""
+    close = text.find("-----", begin + len(_PEM_BEGIN), begin + len(_PEM_BEGIN) + 64)
+    start = close + 5 if close >= 0 else begin + len(_PEM_BEGIN)
+    return _BODY_FOLLOWS.match(text, start, start + BODY_WITHIN) is not None

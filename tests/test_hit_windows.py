@@ -1,0 +1,123 @@
+"""Scanning long cells in windows around the prefilter's hits finds exactly what scanning them whole finds."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.generate import generate, manifest_path
+from shardscan import hit_windows, hyperscan_matcher, synth
+from shardscan.engine import ScanOptions, Scanner
+from shardscan.ruleset import load_ruleset
+from tests import realworld_corpus as rc
+
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
+pytestmark = pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="hit offsets come from Hyperscan")
+
+# Prose without any rule keyword: what surrounds a hit in a long tool output.
+FILLER_LINE = "the parser returns none when the list is empty so handle that case first and rerun the suite\n"
+
+
+@pytest.fixture(scope="module")
+def ruleset():
+    return load_ruleset()
+
+
+def scanners(ruleset) -> tuple[Scanner, Scanner]:
+    """The whole-cell scanner and one that windows every cell, however short."""
+    whole = Scanner(ruleset, ScanOptions(now=NOW, hit_windows_above=None))
+    windowed = Scanner(ruleset, ScanOptions(now=NOW, hit_windows_above=0))
+    return whole, windowed
+
+
+def padded(text: str, lines: int = 400) -> str:
+    return FILLER_LINE * lines + text + "\n" + FILLER_LINE * lines
+
+
+def test_the_filler_selects_nothing(ruleset) -> None:
+    whole, _ = scanners(ruleset)
+    assert not whole.prefilter.mask(pa.array([FILLER_LINE * 50])).any()
+
+
+def test_windows_cover_a_hit_and_skip_the_rest(ruleset) -> None:
+    whole, _ = scanners(ruleset)
+    token = synth.expand("{{github:ghp_}}", seed="windows")
+    text = padded(f"export GITHUB_TOKEN={token}\n")
+    ends = hit_windows.hit_ends(text, hyperscan_matcher.database(whole.prefilter.expressions),
+                                whole.prefilter.start_keywords)
+    spans = hit_windows.windows(text, ends)
+    assert spans is not None and len(spans) == 1
+    at = text.index(token)
+    assert spans[0].start <= at and at + len(token) <= spans[0].end
+    assert spans[0].end - spans[0].start < len(text) / 4
+    # Whole lines: a window starts after a line break and ends after one.
+    assert text[spans[0].start - 1] == "\n" and text[spans[0].end - 1] == "\n"
+
+
+def test_a_pem_body_longer_than_the_window_is_read_to_its_end_marker(ruleset, monkeypatch) -> None:
+    whole, windowed = scanners(ruleset)
+    # Short windows, and a key as a file viewer prints it (numbered lines: not a bare base64 block),
+    # so only the END marker can tell where the body stops.
+    monkeypatch.setattr(hit_windows, "AFTER", 256)
+    monkeypatch.setattr(hit_windows, "BEFORE", 128)
+    key = synth.expand("{{pem:rsa}}", seed="windows")
+    text = padded(synth._numbered(key))
+    assert text.index("-----END") - text.index("-----BEGIN") > 4 * hit_windows.AFTER
+    ends = hit_windows.hit_ends(text, hyperscan_matcher.database(whole.prefilter.expressions),
+                                whole.prefilter.start_keywords)
+    spans = hit_windows.windows(text, ends)
+    assert spans is not None and len(spans) == 1
+    assert spans[0].start <= text.index("-----BEGIN") and text.index("-----END") < spans[0].end
+    found_whole, _ = whole.scan_text(text)
+    assert [f.rule_id for f in found_whole] == ["private-key"]
+    assert windowed.scan_text(text)[0] == found_whole
+
+
+def test_a_wrapped_base64_block_is_read_whole(ruleset, monkeypatch) -> None:
+    whole, windowed = scanners(ruleset)
+    monkeypatch.setattr(hit_windows, "AFTER", 256)
+    monkeypatch.setattr(hit_windows, "BEFORE", 128)
+
+    token = synth.expand("{{github:ghp_}}", seed="wrapped")
+    blob = base64.b64encode(("x" * 6000 + f"\nGITHUB_TOKEN={token}\n").encode()).decode()
+    wrapped = "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
+    text = padded("config_b64: |\n" + wrapped + "\n")
+    found_whole, _ = whole.scan_text(text)
+    assert [f.rule_id for f in found_whole] == ["github-pat"]
+    assert windowed.scan_text(text)[0] == found_whole
+
+
+def test_the_realworld_corpus_gives_the_same_findings_inside_long_cells(ruleset) -> None:
+    """Every case of the precision corpus, buried in a long cell: windows change no finding."""
+    whole, windowed = scanners(ruleset)
+    differ = []
+    for case in rc.corpus():
+        text = padded(case.text, 200)
+        a, la = whole.scan_text(text)
+        b, lb = windowed.scan_text(text)
+        if a != b or la != lb:
+            differ.append(case.name)
+    assert differ == []
+
+
+def test_the_seed_profile_gives_the_same_findings(tmp_path: Path, ruleset) -> None:
+    """A small shard of the benchmark's seed profile, scanned whole and in windows."""
+    folder = tmp_path / "seed"
+    generate(folder, mb=3.0, shards=1, row_groups=1, seed=3, plants_per_shard=7, profile="seed")
+    planted = json.loads(manifest_path(folder).read_text())["planted"]
+    table = pq.read_table(next(folder.glob("*.parquet")))
+    whole = Scanner(ruleset, ScanOptions(now=NOW, hit_windows_above=None)).scan_table(table, "seed")
+    default = Scanner(ruleset, ScanOptions(now=NOW)).scan_table(table, "seed")
+    windowed = Scanner(ruleset, ScanOptions(now=NOW, hit_windows_above=0)).scan_table(table, "seed")
+    assert default.findings == whole.findings
+    assert windowed.findings == whole.findings
+    assert default.issues == whole.issues
+    located = {(f.location.row, f.location.column, f.rule_id) for f in whole.findings}
+    assert len(planted) == 7
+    assert all((p["row"], p["column"], p["rule_id"]) in located for p in planted)
