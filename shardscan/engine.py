@@ -655,6 +655,32 @@ class Scanner:
             )
         return out
 
+    def _windows_of(self, text: str) -> Iterator[tuple[int, str, bool]]:
+        """The parts of a cell to decode and match: (offset in the cell, text, cut mid-run).
+
+        A long cell is read only around the prefilter's hits (``shardscan.hit_windows``: merged
+        windows of whole lines, widened over a token, a wrapped base64 block or a PEM body that
+        runs past them); a hit window starts at a token boundary, so no encoded run is cut at its
+        start. A short cell, or one whose hits cannot be located (no Hyperscan, a cell selected
+        for another reason), is read whole, in overlapping windows when it is very long.
+        """
+        size, overlap = self.options.window_chars, self.options.window_overlap
+        spans = None
+        above = self.options.hit_windows_above
+        # Known secrets select cells through their own RE2 prefilter, whose hits are not located:
+        # with them the whole cell is read, so that an occurrence away from every keyword is seen.
+        if above is not None and above < len(text) <= hit_windows.MAX_CELL and not self.known:
+            compiled = hyperscan_matcher.database(self.prefilter.expressions, cache_dir=self.prefilter.cache_dir)
+            ends = hit_windows.hit_ends(text, compiled, self.prefilter.start_keywords)
+            spans = hit_windows.windows(text, ends) if ends is not None else None
+        if spans is None:
+            for offset, window in _windows(text, size, overlap):
+                yield offset, window, offset > 0
+            return
+        for span in spans:
+            for offset, window in _windows(text[span.start : span.end], size, overlap):
+                yield span.start + offset, window, offset > 0
+
 
 class _Verifications:
     """Verification of one cell's candidates, memoised per distinct value (in memory only).
@@ -764,32 +790,6 @@ def _one_per_occurrence(known: dict[tuple[str, int, int], tuple[str, ...]]) -> d
         if not any(d == digest and s < end and start < e for d, s, e in kept):
             kept[key] = known[key]
     return kept
-
-    def _windows_of(self, text: str) -> Iterator[tuple[int, str, bool]]:
-        """The parts of a cell to decode and match: (offset in the cell, text, cut mid-run).
-
-        A long cell is read only around the prefilter's hits (``shardscan.hit_windows``: merged
-        windows of whole lines, widened over a token, a wrapped base64 block or a PEM body that
-        runs past them); a hit window starts at a token boundary, so no encoded run is cut at its
-        start. A short cell, or one whose hits cannot be located (no Hyperscan, a cell selected
-        for another reason), is read whole, in overlapping windows when it is very long.
-        """
-        size, overlap = self.options.window_chars, self.options.window_overlap
-        spans = None
-        above = self.options.hit_windows_above
-        # Known secrets select cells through their own RE2 prefilter, whose hits are not located:
-        # with them the whole cell is read, so that an occurrence away from every keyword is seen.
-        if above is not None and above < len(text) <= hit_windows.MAX_CELL and not self.known:
-            compiled = hyperscan_matcher.database(self.prefilter.expressions, cache_dir=self.prefilter.cache_dir)
-            ends = hit_windows.hit_ends(text, compiled, self.prefilter.start_keywords)
-            spans = hit_windows.windows(text, ends) if ends is not None else None
-        if spans is None:
-            for offset, window in _windows(text, size, overlap):
-                yield offset, window, offset > 0
-            return
-        for span in spans:
-            for offset, window in _windows(text[span.start : span.end], size, overlap):
-                yield span.start + offset, window, offset > 0
 
 
 def _attach(cf: CellFinding, location: CellLocation) -> Finding:

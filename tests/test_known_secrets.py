@@ -220,3 +220,16 @@ def test_gate_takes_known_secrets_and_its_report_files_hold_no_value(tmp_path, s
         text = path.read_text(encoding="utf-8")
         for value in (secrets["env"], secrets["file"], secrets["sha"]):
             assert value not in text and json.dumps(value)[1:-1] not in text, path
+
+
+def test_an_occurrence_far_from_every_keyword_in_a_long_cell_is_found(secrets):
+    """Long cells are read around the prefilter's hits; known secrets are not among those hits, so a
+    cell is then read whole: an occurrence 50 KB away from a keyword is still found."""
+    entries = load_known_secrets([secrets["list"]], {"IRIS_PROXY_TOKEN": secrets["env"]})
+    scanner = Scanner(load_ruleset(), ScanOptions(known_secrets=entries))
+    filler = "".join(f"line {i}: ordinary build output, nothing to see\n" for i in range(1200))
+    text = "export HF_TOKEN=$HF_TOKEN\n" + filler + f"proxy token is {secrets['env']}\n" + filler
+    findings, limits = scanner.scan_text(text)
+    known = [f for f in findings if f.kind == "known-secret"]
+    assert [(f.start, f.end) for f in known] == [(text.index(secrets["env"]), text.index(secrets["env"]) + len(secrets["env"]))]
+    assert limits == []
