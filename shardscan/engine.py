@@ -194,7 +194,8 @@ class Scanner:
             # decoding depth: a keyword nested beyond it must select its cell, to be reported as a
             # limit hit instead of passing unseen.
             decoders.deep_keyword_patterns(
-                selecting, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1
+                selecting, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1,
+                cache_dir=self.options.pattern_cache,
             ) if decoding and hyperscan_matcher.enabled() else (),
             cache_dir=self.options.pattern_cache,
         )

@@ -93,12 +93,30 @@ def database(
     if not enabled() or not expressions:
         return None
     ids = tuple(ids) if ids is not None else tuple(range(len(expressions)))
-    memo = (tuple(expressions), flags, partial, ids, cache_dir)
+    # A database compiled in this process serves every later request for the same patterns, with
+    # a cache folder or without (it was never read from disk); one loaded from a cache folder
+    # serves requests naming that folder only, so that --no-cache never runs a loaded database.
+    compiled_here = (tuple(expressions), flags, partial, ids, None)
+    memo = compiled_here[:-1] + (cache_dir,)
+    if compiled_here in _DATABASES:
+        compiled = _DATABASES[compiled_here]
+        if cache_dir is not None and memo not in _DATABASES:
+            # Compiled earlier in this process without a cache folder: keep it there for later runs.
+            _DATABASES[memo] = compiled
+            if compiled is not None:
+                key = _key(expressions, flags, partial, ids)
+                payload = ",".join(map(str, compiled.ids)).encode() + b"\n" + hyperscan.dumpb(compiled.db)
+                _store(cache_dir / f"{key}.db", key, payload)
+        return compiled
     if memo not in _DATABASES:
         key = _key(expressions, flags, partial, ids)
         path = cache_dir / f"{key}.db" if cache_dir is not None else None
         loaded = _load(path, key) if path is not None else None
-        _DATABASES[memo] = loaded if loaded is not None else _compile(path, key, expressions, ids, flags, partial)
+        if loaded is not None:
+            _DATABASES[memo] = loaded
+        else:
+            _DATABASES[compiled_here] = _compile(path, key, expressions, ids, flags, partial)
+            return _DATABASES[compiled_here]
     return _DATABASES[memo]
 
 

@@ -9,14 +9,18 @@ plainly, or the decoding changed text right next to a keyword.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import pyarrow as pa
 
+from shardscan import __version__
 from shardscan import arrow_compute as compute
 from shardscan import hyperscan_matcher
 from shardscan.decoders import (
@@ -32,6 +36,7 @@ from shardscan.decoders import (
     terminal_wrap,
 )
 from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, OffsetMap
+from shardscan.local_state import atomic_write, cache_key, seal, unseal
 
 __all__ = [
     "DECODERS",
@@ -545,19 +550,42 @@ def nested_patterns() -> list[str]:
 
 def deep_keyword_patterns(
     keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = (),
-    depth: int = 3,
+    depth: int = 3, cache_dir: Path | None = None,
 ) -> list[str]:
     """RE2 patterns (for the prefilter) of keywords nested deeper than one encoding, up to ``depth`` decodings.
 
     From every decoder that re-encodes whole runs: its forms of a keyword encoded 2 to ``depth``
     times, and of a keyword written with one escaped punctuation character (``ghp\\u005f``,
     ``sk%2Dant``) encoded once (base64 of an escaped tool call, of a percent-encoded URL).
-    Context keywords get none, as for the first level.
+    Context keywords get none, as for the first level. ``cache_dir``: the folder of sealed
+    compiled patterns, where the derived forms are kept too (None: derived in memory).
     """
     in_runs = tuple(k for k in dict.fromkeys(keywords) if k and k not in context_keywords)
     if depth < 2 or not in_runs:
         return []
-    return list(_deep_keyword_patterns(in_runs, frozenset(token_keywords), depth))
+    tokens = frozenset(token_keywords)
+    if cache_dir is None:
+        return list(_deep_keyword_patterns(in_runs, tokens, depth))
+    # Deriving the forms of a hundred rules' keywords takes seconds: a scan with a pattern cache
+    # keeps them there, sealed like the compiled databases (a tampered file is derived again).
+    key = hashlib.sha256(json.dumps([sorted(in_runs), sorted(tokens), depth, __version__]).encode()).hexdigest()
+    path = cache_dir / f"deep-forms-{key}.json"
+    label = f"deep-keyword-forms\0{key}"
+    try:
+        payload = unseal(cache_key(), label, path.read_bytes())
+        if payload is not None:
+            return list(json.loads(payload))
+    except (OSError, ValueError):
+        pass
+    forms = list(_deep_keyword_patterns(in_runs, tokens, depth))
+    secret = cache_key()
+    if secret is not None:
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, seal(secret, label, json.dumps(forms).encode()))
+        except OSError:  # a cache that cannot be written only costs time
+            pass
+    return forms
 
 
 @lru_cache(maxsize=4)
