@@ -242,7 +242,7 @@ def _secret_check(ruleset: Ruleset):
     """A check that a text holds something the active rules detect (used to keep secrets out of allowlists)."""
     from shardscan.engine import Scanner
 
-    scanner = Scanner(ruleset)
+    scanner = Scanner(ruleset, text_only=True)
     return lambda text: bool(scanner.scan_text(text)[0])
 
 

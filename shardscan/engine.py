@@ -175,7 +175,10 @@ class _Timer:
 class Scanner:
     """A rule set compiled for scanning; reusable across shards and safe to send to worker processes."""
 
-    def __init__(self, ruleset: Ruleset, options: ScanOptions | None = None) -> None:
+    def __init__(self, ruleset: Ruleset, options: ScanOptions | None = None, *, text_only: bool = False) -> None:
+        """``text_only``: a scanner for :meth:`scan_text` alone (a check of short texts such as an
+        allowlist's reasons): the prefilter of whole columns, its nested keyword forms and the
+        compiled databases are not built up front (they take seconds without a pattern cache)."""
         self.ruleset = ruleset
         self.options = options or ScanOptions()
         self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
@@ -196,14 +199,15 @@ class Scanner:
             decoders.deep_keyword_patterns(
                 selecting, ruleset.token_keywords, ruleset.context_keywords, self.options.decode.max_depth + 1,
                 cache_dir=self.options.pattern_cache,
-            ) if decoding and hyperscan_matcher.enabled() else (),
+            ) if decoding and hyperscan_matcher.enabled() and not text_only else (),
             cache_dir=self.options.pattern_cache,
         )
         # Known secrets select their cells in RE2 only: a compiled Hyperscan database is cached on
         # disk, and one holding the values' literal forms would put them there.
         self.known = KnownSecretMatcher.build(self.options.known_secrets)
         self.known_prefilter = Prefilter("|".join(self.known.prefilter_patterns())) if self.known else None
-        self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
+        if not text_only:
+            self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
         # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).
@@ -212,7 +216,8 @@ class Scanner:
             [relax(rule.pattern_source, open_ranges=True) for rule in self.rules],
             cache_dir=self.options.pattern_cache,
         )
-        self.gate.warm()
+        if not text_only:
+            self.gate.warm()
 
     # ---- whole shards -------------------------------------------------------------------
 
