@@ -18,7 +18,7 @@ import pytest
 
 from shardscan import decoders, hyperscan_matcher
 from shardscan.api import scan_table
-from shardscan.decoders import DecodeLimits, KeywordSet, nested_patterns
+from shardscan.decoders import DecodeLimits, KeywordSet, base64_, nested_patterns
 from shardscan.engine import ScanOptions, Scanner
 from shardscan.prefilter import Prefilter
 from shardscan.ruleset import load_ruleset
@@ -221,11 +221,13 @@ def test_deep_forms_select_no_more_random_base64_than_the_first_level():
 
 @needs_hyperscan
 def test_deep_forms_follow_the_decoding_depth():
-    """One level beyond the depth and no more: depth 1 adds the forms of two levels, depth 0 none."""
+    """Decoding on: the structural form of base64 of base64 selects every deeper level (the same for
+    any depth from 1: the levels are searched when the cell is decoded); decoding off: none."""
     def deep(depth: int) -> set[str]:
         return set(Scanner(RULESET, ScanOptions(decode=DecodeLimits(max_depth=depth))).prefilter.expressions)
 
-    assert deep(0) < deep(1) < deep(2) < deep(3)
+    assert deep(0) < deep(1) == deep(2) == deep(3)
+    assert set(base64_.twice_forms()) <= deep(1) - deep(0)
     twice = b64(b64("ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"))
     assert KeywordSet.build(["ghp_"]).matches(twice)  # a decoded view of it is kept: it holds base64 of text
     assert nested_patterns()

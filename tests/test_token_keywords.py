@@ -64,7 +64,9 @@ CLOUD_SAAS_TOKEN_KEYWORDS = {
     [
         # Inside a long base64-like run (a screenshot holds eyJ or A3T by chance): not a token start.
         ("data:image/png;base64," + "xyzw" * 500 + "eyJ" + "xyzw" * 500, False),
-        ('{"data": "' + "QUJD" * 500 + "A3TQ" + "QUJD" * 500 + '"}', False),
+        # (Filler that decodes to binary: base64 of base64 text is selected to be decoded, see
+        # test_decoding_depth.)
+        ('{"data": "' + "+/9w" * 500 + "A3TQ" + "+/9w" * 500 + '"}', False),
         ("keyAKIA" + "Q" * 16, False),
         # At a token start: after punctuation, a path slash, or an escape ending in a letter or digit.
         ('{"token": "eyJhbGciOi"}', True),
@@ -76,7 +78,7 @@ CLOUD_SAAS_TOKEN_KEYWORDS = {
         ('{"out": "a\\neyJhbGciOi"}', True),
         ("eyJhbGciOi at the very start", True),
         ("id AKIA" + "Q" * 16, True),
-        ("disk-" + "a1b2" * 8 + " task-" + "c3d4" * 8 + " ask-" + "e5f6" * 8, False),
+        ("disk-" + "a1b2" * 8 + " task-" + "c7d8" * 8 + " ask-" + "e5f6" * 8, False),
         ("OPENAI_API_KEY=sk-" + "a1b2" * 8, True),
         ("rapidapi" + "0a" * 16 + " ufw_" + "Ab1" * 8, False),
         # Keywords that are not token keywords count anywhere.

@@ -242,7 +242,7 @@ class KeywordSet:
         """
         # Hyperscan's automaton first: Python's alternation of some 500 keyword forms tries each at
         # every position (a decoded pagination cursor of 300 characters: 0.3 ms).
-        compiled = _forms_database(self.plain, self.encoded) if self.plain else None
+        compiled = _forms_database(self.plain, self.encoded + self.nested) if self.plain else None
         if compiled is not None:
             try:
                 data = value if isinstance(value, bytes) else value.encode("utf-8")
@@ -310,7 +310,7 @@ class KeywordSet:
         if self.plain_bytes:
             _bytes_alternation(self.plain_bytes)
             _keyword_database(self.plain)
-            _forms_database(self.plain, self.encoded)
+            _forms_database(self.plain, self.encoded + self.nested)
 
 
 @lru_cache(maxsize=8)
@@ -339,8 +339,8 @@ def _any_match(compiled: hyperscan_matcher.Compiled, data: bytes) -> bool:
 
 @lru_cache(maxsize=8)
 def _forms_database(plain: tuple[str, ...], encoded: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
-    """Hyperscan's database of the plain keywords and their encoded forms (None without Hyperscan,
-    or when a form is not plain ASCII, where bytes and characters could disagree)."""
+    """Hyperscan's database of the plain keywords and their encoded forms, nested-run forms included
+    (None without Hyperscan, or when a form is not plain ASCII, where bytes and characters could disagree)."""
     if not all(form.isascii() for form in encoded):
         return None
     return hyperscan_matcher.database(_literals(plain) + encoded)

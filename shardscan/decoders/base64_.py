@@ -481,13 +481,33 @@ def deep_keyword_forms(
     keywords: Sequence[str], token_keywords: Collection[str] = (), escaped: Sequence[Sequence[set[int]]] = (),
     depth: int = 3,
 ) -> list[str]:
-    """RE2 patterns for ``keywords`` base64-encoded 2 to ``depth`` times, and for the ``escaped`` byte
-    patterns (keywords written with an escape, ``ghp\\u005f``) base64-encoded once (see :func:`_levels`)."""
-    plain = _merge_fast(list(_keyword_patterns(keywords, token_keywords).values()))
-    forms = [form for level, found in enumerate(_levels(plain, depth)) if level >= 1 for form in found]
+    """Prefilter patterns for keywords nested deeper than one encoding, up to ``depth`` decodings:
+    the ``escaped`` byte patterns (keywords written with an escape, ``ghp\\u005f``) base64-encoded
+    once, and, whatever the keyword, a base64 run that encodes base64 text (:func:`twice_forms`).
+
+    Anything base64-encoded two or more times holds such a run (the inner encoding is base64 text),
+    so one structural form selects every deeper level for every rule; the cell is then decoded and
+    each level searched. Keyword forms per level (tried first) grew with the rules to ten thousand
+    patterns that took seconds to derive and compile on every start without a pattern cache.
+    """
     by_escape = {tuple(frozenset(p) for p in pattern): (list(pattern), [list(pattern)]) for pattern in escaped}
-    forms += [form for found in _levels(_merge_fast(list(by_escape.values())), 1) for form in found]
+    forms = [form for found in _levels(_merge_fast(list(by_escape.values())), 1) for form in found]
+    if depth >= 2 and keywords:
+        forms += twice_forms()
     return list(dict.fromkeys(forms))
+
+
+# Bytes of base64 text (either alphabet, padding, wrapped lines): a run encoding only these is base64
+# of base64. Random bytes give such a run of NESTED_QUANTA quanta with a probability of about 1e-10
+# per position; base64 of prose never does (its spaces and punctuation are not among them).
+_BASE64_TEXT_BYTES = frozenset(
+    b for b in range(256) if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/=-_\r\n")
+)
+
+
+def twice_forms() -> list[str]:
+    """RE2 pattern of a base64 or base64url run of :data:`NESTED_QUANTA` quanta that decodes to base64 text."""
+    return [_quanta_pattern(_BASE64_TEXT_BYTES)]
 
 
 # Characters of a form carried to the next level: enough for a selective form there (the first
@@ -557,6 +577,12 @@ def nested_forms() -> list[str]:
     One class per character of a quantum (three text bytes become four characters): a superset of
     the exact set, which Hyperscan and RE2 match without backtracking.
     """
+    return [_quanta_pattern(_TEXT_BYTES)]
+
+
+def _quanta_pattern(data_bytes: frozenset[int]) -> str:
+    """A run of :data:`NESTED_QUANTA` base64 quanta whose bytes are all in ``data_bytes``: one class per
+    character of a quantum (three bytes become four characters), a superset of the exact set."""
     classes: list[str] = []
     for c in range(4):
         first, last = (6 * c) // 8, (6 * c + 5) // 8
@@ -564,10 +590,10 @@ def nested_forms() -> list[str]:
         values = {0}
         for i in range(first, last + 1):
             place = 8 * (last - i)
-            bits = {((byte << place) >> shift) & 0x3F for byte in _TEXT_BYTES}
+            bits = {((byte << place) >> shift) & 0x3F for byte in data_bytes}
             values = {v | b for v in values for b in bits}
         classes.append(_char_class(values))
-    return ["(?:" + "".join(classes) + "){%d}" % NESTED_QUANTA]
+    return "(?:" + "".join(classes) + "){%d}" % NESTED_QUANTA
 
 
 DECODER = Decoder(
