@@ -17,6 +17,8 @@ import zlib
 from collections.abc import Callable
 from functools import lru_cache
 
+from shardscan.verifiers.age import bech32_polymod
+
 ALNUM = string.ascii_letters + string.digits
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 BASE32 = string.ascii_uppercase + "234567"
@@ -339,18 +341,7 @@ GENERATORS["jwt_layout"] = lambda rng, arg: jwt_layout(rng, arg or "indent")
 
 # ---- cloud, messaging, payments and SaaS credentials -------------------------------------------
 
-_BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-
-
-def _bech32_polymod(values: list[int]) -> int:
-    generator = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
-    chk = 1
-    for value in values:
-        top = chk >> 25
-        chk = (chk & 0x1FFFFFF) << 5 ^ value
-        for i in range(5):
-            chk ^= generator[i] if (top >> i) & 1 else 0
-    return chk
+_BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"  # the bech32 alphabet (BIP 173)
 
 
 def bech32_encode(hrp: str, data: bytes) -> str:
@@ -364,7 +355,7 @@ def bech32_encode(hrp: str, data: bytes) -> str:
     if bits:
         words.append((acc << (5 - bits)) & 31)
     expanded = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
-    polymod = _bech32_polymod(expanded + words + [0] * 6) ^ 1
+    polymod = bech32_polymod(expanded + words + [0] * 6) ^ 1
     checksum = [(polymod >> 5 * (5 - i)) & 31 for i in range(6)]
     return hrp + "1" + "".join(_BECH32[w] for w in words + checksum)
 

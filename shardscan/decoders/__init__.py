@@ -598,6 +598,18 @@ def _deep_keyword_patterns(keywords: tuple[str, ...], token_keywords: frozenset[
     ))
 
 
+def _alnum_neighbours(keyword: str, i: int) -> tuple[int, int]:
+    """The bounds of the alphanumeric runs on either side of ``keyword[i]``: ``keyword[left:i]`` and
+    ``keyword[i + 1:right]``."""
+    left = i
+    while left > 0 and keyword[left - 1].isalnum():
+        left -= 1
+    right = i + 1
+    while right < len(keyword) and keyword[right].isalnum():
+        right += 1
+    return left, right
+
+
 def _escaped_byte_patterns(keyword: str) -> list[list[set[int]]]:
     """Byte patterns of ``keyword``'s first escapable punctuation character escaped by each decoder
     (``ghp\\u005[fF]``), with the alphanumeric run beside it (as :func:`_escaped_punctuation`)."""
@@ -605,12 +617,7 @@ def _escaped_byte_patterns(keyword: str) -> list[list[set[int]]]:
     for i, char in enumerate(keyword):
         if char.isalnum():
             continue
-        left = i
-        while left > 0 and keyword[left - 1].isalnum():
-            left -= 1
-        right = i + 1
-        while right < len(keyword) and keyword[right].isalnum():
-            right += 1
+        left, right = _alnum_neighbours(keyword, i)
         for form in (f for decoder in DECODERS.values() for f in decoder.char_forms(char)):
             escape = _literal_pattern(form)
             if escape is None:
@@ -706,12 +713,7 @@ def _escaped_punctuation(keyword: str) -> list[str]:
         if not forms:
             continue
         escaped = "(?:" + "|".join(forms) + ")"
-        left = i
-        while left > 0 and keyword[left - 1].isalnum():
-            left -= 1
-        right = i + 1
-        while right < len(keyword) and keyword[right].isalnum():
-            right += 1
+        left, right = _alnum_neighbours(keyword, i)
         if left < i:
             out.append(_re2_literal(keyword[left:i]) + escaped)
         elif right > i + 1:

@@ -9,7 +9,8 @@ _GENERATOR = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
 KEY_BYTES = 32
 
 
-def _polymod(values: list[int]) -> int:
+def bech32_polymod(values: list[int]) -> int:
+    """BIP 173's checksum polynomial over 5-bit ``values`` (1 for a valid string)."""
     chk = 1
     for value in values:
         top = chk >> 25
@@ -26,7 +27,7 @@ def bech32_valid(text: str) -> bool:
     if not sep or not hrp or len(data) < 6 or any(c not in _CHARSET for c in data):
         return False
     values = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp] + [_CHARSET.index(c) for c in data]
-    return _polymod(values) == 1
+    return bech32_polymod(values) == 1
 
 
 def check_age(candidate: Candidate, _context: object) -> Verification | None:
