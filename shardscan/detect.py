@@ -61,8 +61,10 @@ def detect(
         if present is None:
             if not rule.keyword_in(text):
                 continue
-        elif not any(k in present if k in known else k in text for k in rule.keywords):
-            continue
+        elif not any(k in present if k in known else k in text for k in rule.keywords) or (
+            rule.prefilter and not rule.keyword_in(text)
+        ):
+            continue  # (a rule with prefilter patterns also needs one of them: Rule.keyword_in)
         try:
             for match in rule.pattern.finditer(text, timeout=timeout):
                 secret = match.group("secret")

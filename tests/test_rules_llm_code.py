@@ -121,7 +121,8 @@ TWINS = [
     Cell("langsmith-zeros", "LANGSMITH_API_KEY=", "lsv2_pt_00000000000000000000000000000000_0000000000", "", None),
     Cell("pinecone-placeholder", "PINECONE_API_KEY=", "pcsk_xxxxx_" + "x" * 60, "", None),
     Cell("cerebras-css", ".btn { ", "--csk-accent", ": #fff }", None),
-    Cell("cohere-placeholder", "COHERE_API_KEY=", "YourCohereApiKeyGoesHereReplaceThisValue1", "", None),
+    Cell("cohere-placeholder", "COHERE_API_KEY=", "YourCohereApiKeyGoesHereReplaceThisValue1", "",
+         "generic-secret-assignment", "redacted"),  # a placeholder under a key name: reported as one
     Cell("elevenlabs-env-read", 'headers = {"xi-api-key": ', "api_key", "}", None),
     Cell("databricks-zeros", "DATABRICKS_TOKEN=", "dapi00000000000000000000000000000000", "", None),
     Cell("gitlab-prose", "tokens start with ", "glpat-", " (personal) or gldt- (deploy)", None),
@@ -131,7 +132,7 @@ TWINS = [
     Cell("terraform-prose", "the token has the form ", "<id>.atlasv1.<secret>", "", None),
     Cell("doppler-prose", "tokens look like ", "dp.st.<config>.<secret>", "", None),
     Cell("pulumi-short", "git log ", "pul-{{hex:12}}", "", None),
-    Cell("pypi-elided", "TWINE_PASSWORD=", "pypi-AgEIcHlwaS5vcmc...", "", None),
+    Cell("pypi-elided", "TWINE_PASSWORD=", "pypi-AgEIcHlwaS5vcmc...", "", "password-assignment", "redacted"),
     Cell("onepassword-elided", "OP_SERVICE_ACCOUNT_TOKEN=", "ops_eyJ...", "", None),
     Cell("openai-placeholder", "OPENAI_API_KEY=", "sk-proj-your-openai-key-T3BlbkFJ-goes-here-please", "", "openai-api-key", "redacted"),
 ]

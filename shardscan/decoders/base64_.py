@@ -228,8 +228,10 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
 # key on their own line (``  password: aHVudGVyMg==``, ``"password": "aHVudGVyMg=="``) are read
 # down to two characters; they are kept only when they decode to printable text.
 _SECRET_MANIFEST = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret\b""")
+# (The indented form must start a line; that is checked on the match, so that the pattern begins
+# with a class the engine can search for instead of an anchor tried at every position.)
 _SHORT_VALUE = re.compile(
-    r"""(?m)(?:^[ \t]+[A-Za-z0-9_.\-]{1,253}:[ \t]+["']?|"[A-Za-z0-9_.\-]{1,253}"[ \t]*:[ \t]*")"""
+    r"""(?m)(?:[ \t]+[A-Za-z0-9_.\-]{1,253}:[ \t]+["']?|"[A-Za-z0-9_.\-]{1,253}"[ \t]*:[ \t]*")"""
     r"""(?P<v>[A-Za-z0-9+/]{2,%d}={0,2})(?=["']?[ \t]*(?:,|\r?$|\}))""" % (MIN_RUN - 1)
 )
 
@@ -237,7 +239,11 @@ _SHORT_VALUE = re.compile(
 def _short_secret_values(request: DecodeRequest) -> Iterator[Decoded]:
     """The data values of a Kubernetes Secret too short for :func:`runs`, decoded."""
     within = request.within
-    for match in _SHORT_VALUE.finditer(request.text):
+    source = request.text
+    for match in _SHORT_VALUE.finditer(source):
+        at = match.start()
+        if source[at] in " \t" and at > 0 and source[at - 1] != "\n":
+            continue  # indentation that does not start a line
         start, end = match.span("v")
         value = match.group("v")
         if len(value) % 4 or (within is not None and not within.touches(start, end)):
