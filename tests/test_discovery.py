@@ -554,3 +554,24 @@ def test_the_folders_shardscanignore_also_excludes_tar_members(tmp_path):
     report = shardscan.scan(tmp_path / "data")
     assert report.issues == () and report.exit_code == 1
     assert report.files is not None and report.files.excluded_members == 1
+
+
+def test_linked_folders_are_walked_and_entries_without_a_file_are_not_scanned(tmp_path: Path):
+    """A linked-in folder is read (once, whatever loops link back); a broken link or a FIFO cannot be
+    read as data: listed as not scanned, and the scan is incomplete instead of passing."""
+    root, other = tmp_path / "root", tmp_path / "other"
+    (root / "sub").mkdir(parents=True)
+    other.mkdir()
+    (root / "b.txt").write_text("hello\n")
+    (other / "a.txt").write_text("world\n")
+    (root / "linked").symlink_to(other, target_is_directory=True)
+    (root / "sub" / "loop").symlink_to(root, target_is_directory=True)
+    (root / "broken").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(root / "pipe")
+    found = discover_files([str(root)])
+    assert [s.display for s in found.shards] == ["b.txt", "linked/a.txt"]
+    assert [(n.path, n.reason) for n in found.not_scanned] == [
+        ("broken", "a link to nothing"), ("pipe", "not a regular file (a FIFO, socket or device)"),
+    ]
+    excluded = discover_files([str(root)], exclude=["broken", "pipe"])
+    assert excluded.not_scanned == () and len(excluded.excluded) == 2

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shardscan.model import NotScanned
 from shardscan.reader.exclude import (
     IGNORE_FILE,
     MAX_IGNORE_BYTES,
@@ -38,15 +39,6 @@ class Excluded:
 
     path: str
     source: ExclusionSource
-
-
-@dataclass(frozen=True, slots=True)
-class NotScanned:
-    """A file that was found but cannot be read as data (a binary file): the scan is incomplete."""
-
-    path: str
-    reason: str
-    size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +73,9 @@ class _Expanded:
     files: tuple[_Found, ...] = ()
     problem: Unresolved | None = None
     ignore: tuple[str, ...] = ()  # lines of the root's .shardscanignore
+    # Entries under a folder that hold no readable file: a folder that could not be listed, a
+    # broken link, a FIFO or socket. Each is "not scanned" (the scan is incomplete) unless excluded.
+    unlisted: tuple[tuple[str, str], ...] = ()  # (path relative to the root, reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +125,12 @@ def discover_files(
             problems.append(expanded.problem)
             continue
         rules = Exclusions(option, base_ignore + compile_patterns(expanded.ignore))
+        for rel, reason in expanded.unlisted:
+            source = rules.source_of(rel)
+            if source is not None:
+                excluded.append(Excluded(_display(os.path.join(raw, rel)), source))
+            else:
+                not_scanned.append(NotScanned(rel, reason))
         # Tar members are matched against the same globs (as lines: they travel to workers).
         member_globs = tuple(exclude) + tuple(ignore_patterns) + expanded.ignore
         kept = 0
@@ -142,7 +143,7 @@ def discover_files(
             key = (item.ref.path, item.ref.display if item.ref.filesystem is not None else "")
             if key not in chosen:
                 chosen[key] = replace(item, ref=replace(item.ref, exclude=member_globs))
-        if not files:
+        if not files and not expanded.unlisted:
             problems.append(Unresolved(raw, "no file to scan: empty folder"))
         elif not kept and not _names_one_file(raw, files):
             # A file named on its own and excluded is simply excluded (a commit hook passes every
@@ -173,12 +174,12 @@ def _expand(raw: str) -> _Expanded:
         return _Expanded(found, problem, _remote_ignore(listed) if problem is None and len(listed) > 1 else ())
     path = Path(raw)
     if path.is_dir():
+        files, unlisted = _walk(path)
         found = []
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
-            rel = file.relative_to(path).as_posix()
-            ref = ShardRef(display=rel, path=str(file), format=_format_of(file.name))
+        for rel in files:
+            ref = ShardRef(display=rel, path=str(path / rel), format=_format_of(rel))
             found.append(_Found(ref, rel, _display(str(path / rel))))
-        return _Expanded(tuple(found), None, _local_ignore(path))
+        return _Expanded(tuple(found), None, _local_ignore(path), tuple(unlisted))
     if path.exists():
         display = _display(raw)
         return _Expanded((_Found(ShardRef(display=display, path=str(path), format=_format_of(path.name)), display,
@@ -190,6 +191,45 @@ def _expand(raw: str) -> _Expanded:
         return _Expanded(tuple(_Found(ShardRef(display=_display(m), path=m, format=_format_of(m)), _display(m),
                                       _display(m)) for m in matches))
     return _Expanded(problem=Unresolved(raw, "no such file, folder or glob match"))
+
+
+def _walk(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """Every regular file below ``root`` (relative, ``/``-separated, sorted), following linked
+    folders once each, and every entry that holds no readable file with the reason.
+
+    ``Path.rglob`` skips what it cannot list and does not enter linked folders: a folder of mode
+    000 or a linked-in folder would pass unread.
+    """
+    files: list[str] = []
+    unlisted: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def failed(error: OSError) -> None:
+        where = os.path.relpath(error.filename, root) if error.filename else "."
+        unlisted.append((Path(where).as_posix(), f"folder could not be listed ({error.strerror or type(error).__name__})"))
+
+    for folder, dirs, names in os.walk(root, onerror=failed, followlinks=True):
+        try:
+            info = os.stat(folder)
+        except OSError as error:
+            failed(error)
+            dirs[:] = []
+            continue
+        if (info.st_dev, info.st_ino) in seen:  # a link back into a folder already walked
+            dirs[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        dirs.sort()
+        for name in names:
+            full = os.path.join(folder, name)
+            rel = Path(os.path.relpath(full, root)).as_posix()
+            if os.path.isfile(full):
+                files.append(rel)
+            elif os.path.islink(full) and not os.path.exists(full):
+                unlisted.append((rel, "a link to nothing"))
+            else:
+                unlisted.append((rel, "not a regular file (a FIFO, socket or device)"))
+    return sorted(files), unlisted
 
 
 def _names_one_file(raw: str, files: tuple[_Found, ...]) -> bool:
