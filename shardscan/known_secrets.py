@@ -33,6 +33,7 @@ from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 from shardscan.decoders import base64_
+from shardscan.allowlist import looks_like_credential
 from shardscan.errors import ConfigError
 
 RULE_ID = "known-secret"
@@ -123,12 +124,15 @@ def _entry(line: str, path: Path, number: int, environ: Mapping[str, str]) -> Kn
         digest = rest.lower()
         return KnownSecret(f"sha256:{digest[:12]}", kind, digest)
     label = f"{form}:{rest}"
+    # Errors name the entry only when it cannot be a value pasted by mistake (``env:TOKEN=…``, a
+    # token after ``env:``): the line number says which entry it is.
+    shown = f"{form}:(not shown: it may be a secret)" if looks_like_credential(rest) else label
     if kind == EntryKind.ENV:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", rest):
-            raise ConfigError(f"{where}: {label}: not an environment variable name")
+            raise ConfigError(f"{where}: {form}: not an environment variable name (not shown: it may be a secret)")
         value = environ.get(rest)
         if value is None:
-            raise ConfigError(f"{where}: {label}: environment variable is not set")
+            raise ConfigError(f"{where}: {shown}: environment variable is not set")
     else:
         target = Path(rest).expanduser()
         if not target.is_absolute():
@@ -137,12 +141,12 @@ def _entry(line: str, path: Path, number: int, environ: Mapping[str, str]) -> Kn
             data = target.read_bytes()[: MAX_FILE_BYTES + 1]
             value = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{where}: {label}: cannot read the file ({type(exc).__name__})") from None
+            raise ConfigError(f"{where}: {shown}: cannot read the file ({type(exc).__name__})") from None
         if len(data) > MAX_FILE_BYTES:
-            raise ConfigError(f"{where}: {label}: file larger than {MAX_FILE_BYTES} bytes, not a secret")
+            raise ConfigError(f"{where}: {shown}: file larger than {MAX_FILE_BYTES} bytes, not a secret")
         value = value[:-2] if value.endswith("\r\n") else value[:-1] if value.endswith("\n") else value
     if len(value) < MIN_VALUE_CHARS:
-        raise ConfigError(f"{where}: {label}: value shorter than {MIN_VALUE_CHARS} characters (it would match "
+        raise ConfigError(f"{where}: {shown}: value shorter than {MIN_VALUE_CHARS} characters (it would match "
                           "ordinary text)")
     return KnownSecret(label, kind, _sha256(value), value)
 

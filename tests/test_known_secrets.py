@@ -20,6 +20,7 @@ from shardscan.engine import ScanOptions, Scanner
 from shardscan.errors import ConfigError
 from shardscan.known_secrets import encoded_forms, load_known_secrets
 from shardscan.ruleset import load_ruleset
+from shardscan.synth import expand
 from tests.conftest import trace_row, write_trace_shard
 
 runner = CliRunner()
@@ -152,6 +153,13 @@ def test_missing_environment_variable_or_file_is_a_usage_error_naming_the_entry(
     listing.write_text(secrets["env"] + "\n", encoding="utf-8")  # a value pasted by mistake
     code, out = _scan([str(shard), "--known-secrets", str(listing)], {})
     assert code == 2 and secrets["env"] not in out and secrets["env"][:8] not in out
+    # Pasted after the prefix: as an assignment, or a token where a variable name belongs.
+    token = expand("{{github:ghp_}}", seed="pasted")
+    for line in (f"env:PROXY_TOKEN={secrets['env']}", f"env:{token}", f"file:{token}"):
+        listing.write_text(line + "\n", encoding="utf-8")
+        code, out = _scan([str(shard), "--known-secrets", str(listing)], {})
+        assert code == 2 and f"{listing}:1: " in out, line
+        assert secrets["env"] not in out and token not in out, line
 
 
 def test_value_entries_select_only_cells_that_hold_a_form_of_them(secrets):
