@@ -24,7 +24,7 @@ from shardscan.model import ScanIssue, ShardResult
 from shardscan.policy import Policy
 from shardscan.reader import ShardRef, discover_files
 from shardscan.reconcile import apply_allowlist, apply_policy
-from shardscan.report import ExclusionCount, FileCounts, KnownSecretSummary, NotScannedFile, Report, RuleInfo, build_report
+from shardscan.report import ExclusionCount, FileCounts, KnownSecretSummary, Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
 
 ProgressCallback = Callable[[ShardResult], None]
@@ -111,7 +111,7 @@ def scan(
     files = FileCounts(
         scanned=len(shards),
         excluded=tuple(ExclusionCount(str(source), n) for source, n in found.excluded_by().items()),
-        not_scanned=tuple(NotScannedFile(n.path, n.reason, n.size) for n in found.not_scanned),
+        not_scanned=found.not_scanned,
     )
     if on_start:
         on_start(len(shards))

@@ -47,6 +47,16 @@ class Status(StrEnum):
     ALLOWLISTED = "allowlisted"
 
 
+
+@dataclass(frozen=True, slots=True)
+class NotScanned:
+    """A file found under the scanned paths that cannot be read as data (an image, model weights):
+    listed with the reason, and the scan is incomplete unless it was excluded."""
+
+    path: str
+    reason: str
+    size: int | None = None
+
 @pickled_by_position
 @dataclass(frozen=True, slots=True)
 class CellLocation:

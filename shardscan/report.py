@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from shardscan import __version__
-from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
+from shardscan.model import Finding, NotScanned, ScanIssue, ScanStats, ShardResult
 from shardscan.policy import EXIT_BLOCKING, EXIT_CLEAN, EXIT_INCOMPLETE, GateDecision, Policy
 
 REPORT_VERSION = 1
@@ -75,21 +75,12 @@ class ExclusionCount:
 
 
 @dataclass(frozen=True, slots=True)
-class NotScannedFile:
-    """A file found under the scanned paths that was not read (e.g. an image), and why."""
-
-    path: str
-    reason: str
-    size: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class FileCounts:
     """What became of every file under the scanned paths: scanned, excluded on purpose, or not scanned."""
 
     scanned: int = 0
     excluded: tuple[ExclusionCount, ...] = ()
-    not_scanned: tuple[NotScannedFile, ...] = ()
+    not_scanned: tuple[NotScanned, ...] = ()
     excluded_members: int = 0
 
     @property
