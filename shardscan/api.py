@@ -284,7 +284,7 @@ def known_secret_summaries(
     for result in results:
         for finding in result.findings:
             if finding.rule_id == KNOWN_RULE:
-                found[finding.fingerprint] = found.get(finding.fingerprint, 0) + 1
+                found[finding.fingerprint] = found.get(finding.fingerprint, 0) + finding.count
     return tuple(KnownSecretSummary(e.label, cells, found.get(e.fingerprint, 0)) for e in entries)
 
 

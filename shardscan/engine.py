@@ -756,11 +756,14 @@ def cap_shard_findings(findings: list[Finding], cap: int, shard: str) -> tuple[l
         return findings, []
     ranked = sorted(findings, key=lambda f: (_VERDICT_RANK.get(str(f.verdict), 9), f.sort_key()))
     listed, rest = ranked[:cap], sorted(ranked[cap:], key=Finding.sort_key)
-    groups: dict[tuple[str, str, str], list[Finding]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[Finding]] = defaultdict(list)
     for f in rest:
-        groups[(f.rule_id, str(f.verdict), f.location.column)].append(f)
+        # A known secret's occurrences stay apart per entry, under its fingerprint: the report's
+        # "N occurrences" per entry counts them through the aggregate.
+        own = f.fingerprint if f.rule_id == KNOWN_RULE else ""
+        groups[(f.rule_id, str(f.verdict), f.location.column, own)].append(f)
     aggregates: list[Finding] = []
-    for (rule_id, verdict, column), members in groups.items():
+    for (rule_id, verdict, column, own), members in groups.items():
         first = members[0]
         digest = hashlib.sha256(f"aggregate:{rule_id}:{verdict}:{column}".encode())
         for f in members:
@@ -770,7 +773,7 @@ def cap_shard_findings(findings: list[Finding], cap: int, shard: str) -> tuple[l
         aggregates.append(
             replace(
                 first,
-                fingerprint="sha256:" + digest.hexdigest(),
+                fingerprint=own or "sha256:" + digest.hexdigest(),
                 detail=f"{count} findings of this rule in column {column} aggregated (over the cap per shard), "
                 f"in {len(rows)} row(s) from {rows[0]} to {rows[-1]}; located at the first",
                 count=count,

@@ -159,3 +159,21 @@ def test_the_memory_budget_bounds_the_findings_kept():
     assert small.cell_finding_cap() == 1000
     assert Scanner(RULESET, ScanOptions(memory_budget=16 * 1024**2)).shard_finding_cap() == engine.MIN_FINDINGS_BY_MEMORY
     assert Scanner(RULESET).shard_finding_cap() == engine.DEFAULT_MAX_FINDINGS_PER_SHARD
+
+
+def test_known_secret_occurrences_are_counted_through_the_per_shard_cap(tmp_path):
+    """Over the shard cap, a known secret's occurrences are aggregated under its own fingerprint,
+    so the report's per-entry count stays exact (it said 0 when an aggregate hid them)."""
+    from shardscan.known_secrets import load_known_secrets
+
+    value = "".join(random.Random("known").choices(ALNUM, k=28))
+    listing = tmp_path / "known.txt"
+    listing.write_text("env:PROXY_TOKEN\n", encoding="utf-8")
+    entries = load_known_secrets([listing], {"PROXY_TOKEN": value})
+    rows = [f"proxy token {value} used" for _ in range(40)]
+    table = pa.table({"a": rows})
+    report = scan_table(table, "s.parquet", options=ScanOptions(
+        now=FIXED_NOW, regex_timeout=60.0, max_findings_per_shard=12, known_secrets=entries))
+    assert sum(f.count for f in report.findings) == 40
+    assert [(s.label, s.occurrences) for s in report.known_secrets] == [("env:PROXY_TOKEN", 40)]
+    assert all(value not in f.preview + f.detail + f.context for f in report.findings)
