@@ -927,15 +927,16 @@ FALLBACK_KINDS = frozenset({"connection-string", "password", "generic-secret"})
 
 
 def _drop_fallbacks(kept: list[tuple[Candidate, int, int]], ruleset: Ruleset) -> list[tuple[Candidate, int, int]]:
-    """``kept`` without the fallback-kind matches whose span overlaps a match of another kind
-    (which covers it, or which it runs over: ``token=<ghp_…>&x=1`` read up to the ``&``)."""
+    """``kept`` without the fallback-kind matches that overlap a match of another kind (which covers
+    it, or which it runs over: ``token=<ghp_…>&x=1`` read up to the ``&``); inside one decoded run,
+    by their places in the decoded text, not the run's span in the cell."""
     kinds = [ruleset.get(item[0].rule_id).kind for item in kept]
     if not any(kind in FALLBACK_KINDS for kind in kinds):
         return kept
     specific = [item for item, kind in zip(kept, kinds, strict=True) if kind not in FALLBACK_KINDS]
     return [
         item for item, kind in zip(kept, kinds, strict=True)
-        if kind not in FALLBACK_KINDS or not any(o[1] < item[2] and item[1] < o[2] for o in specific)
+        if kind not in FALLBACK_KINDS or not any(_overlap(item, o) for o in specific)
     ]
 
 

@@ -317,3 +317,19 @@ def test_connection_string_base64_encoded_whole_in_a_secret(tmp_path, scheme):
     assert [(f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in report.findings] == [
         ("connection-string-password", start, start + len(encoded), ("base64",), "unverified")
     ]
+
+
+def test_a_password_beside_a_token_in_one_base64_blob_is_still_reported():
+    """Both come from one decoded run, which maps to one span of the cell: a password yields to a
+    token only where they overlap in the decoded text, not merely in the same blob."""
+    from shardscan.engine import ScanOptions, Scanner
+    from shardscan.ruleset import load_ruleset
+    from shardscan.synth import expand
+
+    token, password = expand("{{github:ghp_}}", seed="blob-token"), expand("{{password}}", seed="blob-pw")
+    blob = base64.b64encode(f"DB_PASSWORD={password}\nGITHUB_TOKEN={token}\n".encode()).decode()
+    findings, limits = Scanner(load_ruleset(), ScanOptions()).scan_text(f"env: {blob}")
+    assert sorted((f.rule_id, str(f.verdict), f.encoding) for f in findings) == [
+        ("github-pat", "valid", ("base64",)), ("password-assignment", "unverified", ("base64",)),
+    ]
+    assert limits == []
