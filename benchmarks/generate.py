@@ -60,13 +60,7 @@ PLANTS: tuple[tuple[str, str], ...] = (
     ("{{pem:ec}}\n", "private-key"),
 )
 
-WORDS = (
-    "the test fails because the function returns None when the input list is empty so we need to handle "
-    "that case first then rerun the suite and check the coverage report before committing the change to "
-    "the repository also update the documentation and the changelog make sure the linter passes and the "
-    "type checker is happy with the new signature of the parser module which now accepts a path or a "
-    "stream and raises a clear error message naming the file when the header is missing or malformed"
-).split()
+WORDS = ["the", "test", "fails", "because", "the", "function", "returns", "None", "when", "the", "input", "list", "is", "empty", "so", "we", "need", "to", "handle", "that", "case", "first", "then", "rerun", "the", "suite", "and", "check", "the", "coverage", "report", "before", "committing", "the", "change", "to", "the", "repository", "also", "update", "the", "documentation", "and", "the", "changelog", "make", "sure", "the", "linter", "passes", "and", "the", "type", "checker", "is", "happy", "with", "the", "new", "signature", "of", "the", "parser", "module", "which", "now", "accepts", "a", "path", "or", "a", "stream", "and", "raises", "a", "clear", "error", "message", "naming", "the", "file", "when", "the", "header", "is", "missing", "or", "malformed"]
 
 SYSTEM_PROMPTS = [
     (

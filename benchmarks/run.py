@@ -334,9 +334,9 @@ def profile_runs(names: list[str], mb: float, shards: int, repeat: int, cores: i
 def profiles_only(args: argparse.Namespace) -> None:
     """Run only the profiles (``--quick`` or ``--profiles-only``) and write RESULTS.md from them."""
     sys.path.insert(0, str(ROOT))
-    from shardscan.executor import default_jobs
-
     import pyarrow
+
+    from shardscan.executor import default_jobs
 
     cores = default_jobs()
     compiled = byte_compile()

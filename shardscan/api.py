@@ -14,9 +14,9 @@ import pyarrow as pa
 from shardscan import executor
 from shardscan.allowlist import Allowlist
 from shardscan.cache import ResultCache, partition
-from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.errors import ConfigError
+from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
 from shardscan.known_secrets import KIND as KNOWN_KIND
 from shardscan.known_secrets import RULE_ID as KNOWN_RULE
 from shardscan.known_secrets import KnownSecret

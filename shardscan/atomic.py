@@ -245,9 +245,8 @@ def write_file(path: Path, data: str | bytes, *, mkdir: bool = False) -> Path:
             raise OutputError(str(path), reason(exc)) from None
         return path
     try:
-        with atomic_path(path, mkdir=mkdir) as temp:
-            with open(temp, "wb") as handle:
-                handle.write(payload)
+        with atomic_path(path, mkdir=mkdir) as temp, open(temp, "wb") as handle:
+            handle.write(payload)
     except OSError as exc:  # the write itself (the commit's own failures are already OutputError)
         raise OutputError(str(path), reason(exc)) from None
     return path

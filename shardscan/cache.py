@@ -36,8 +36,7 @@ from pathlib import Path
 
 from shardscan import __version__
 from shardscan.engine import ScanOptions
-# (``default_cache_dir`` and ``atomic_write`` are also imported from here by callers.)
-from shardscan.local_state import atomic_write, cache_key, default_cache_dir, seal, unseal
+from shardscan.local_state import atomic_write, cache_key, seal, unseal
 from shardscan.model import CellLocation, Finding, ScanStats, ShardResult, Status, Verdict
 from shardscan.reader import ShardRef
 from shardscan.ruleset import Ruleset

@@ -45,8 +45,8 @@ try:
     from shardscan.policy import EXIT_USAGE, Policy
     from shardscan.report import Report
     from shardscan.reporters import EXTENSIONS, FORMATS, RenderOptions, render
-    from shardscan.reporters._common import decision_line
     from shardscan.reporters import write as write_report
+    from shardscan.reporters._common import decision_line
     from shardscan.ruleset import Ruleset, load_ruleset
     from shardscan.sizes import format_size, parse_size
 finally:
@@ -353,7 +353,7 @@ def _cache_location(no_cache: bool, cache_dir: Path | None, default: Path | None
         except OutputError as err:
             raise _fail(f"--cache-dir {err}") from None
         return cache_dir
-    from shardscan.cache import default_cache_dir
+    from shardscan.local_state import default_cache_dir
 
     if default is not None and not os.environ.get("SHARDSCAN_CACHE_DIR"):
         return default
@@ -725,8 +725,8 @@ def redact(
     from shardscan.engine import Scanner
     from shardscan.model import Verdict
     from shardscan.reader import discover_files
-    from shardscan.remediate import redact as redact_shards
     from shardscan.remediate import append_manifest, redactions_from_report, select_findings
+    from shardscan.remediate import redact as redact_shards
 
     if (out is None) == (not in_place):
         raise _fail("give exactly one of --out DIR or --in-place")

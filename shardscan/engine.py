@@ -27,7 +27,6 @@ from shardscan.known_secrets import RULE_ID as KNOWN_RULE
 from shardscan.known_secrets import KnownSecret, KnownSecretMatcher
 from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult, Verdict, Verification
 from shardscan.prefilter import Prefilter, RuleGate, value_offsets
-from shardscan.relax import relax
 from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
 from shardscan.reader.formats import open_shard
 from shardscan.reader.parquet import (
@@ -39,11 +38,11 @@ from shardscan.reader.parquet import (
     string_bytes,
 )
 from shardscan.redaction import context_snippet, fingerprint, preview, span_reach
+from shardscan.relax import relax
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.severity import derive_severity
 from shardscan.sizes import format_size
 from shardscan.verifiers import ALWAYS_FIRST, VERIFIERS, VerifyContext, verify_candidate
-
 
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3
 # Peak memory of scanning a slice, per byte of its strings: the decompressed Parquet page, the

@@ -32,8 +32,8 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
-from shardscan.decoders import base64_
 from shardscan.allowlist import looks_like_credential
+from shardscan.decoders import base64_
 from shardscan.errors import ConfigError
 
 RULE_ID = "known-secret"

@@ -27,11 +27,11 @@ import textwrap
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from shardscan import synth
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.policy import DEFAULT_BLOCKING_VERDICTS
 from shardscan.redaction import fingerprint
 from shardscan.ruleset import Ruleset, load_ruleset
@@ -125,7 +125,7 @@ def uuid(name: str) -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _rsa_key():
     """One RSA key for every RSA format (generation dominates the corpus's build time)."""
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -133,7 +133,7 @@ def _rsa_key():
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
-@lru_cache(maxsize=None)
+@cache
 def pem(kind: str) -> str:
     """A private key in PEM, generated now (cached per process: key generation is slow)."""
     from cryptography.hazmat.primitives import serialization as s
@@ -715,7 +715,7 @@ def negatives() -> list[Case]:
     add("lorem-ipsum", "prose",
         "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore "
         "magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo. " * 40)
-    words = "token secret key hf ghp sk ant AKIA eyJ BEGIN PRIVATE data model train eval loss grad".split()
+    words = ["token", "secret", "key", "hf", "ghp", "sk", "ant", "AKIA", "eyJ", "BEGIN", "PRIVATE", "data", "model", "train", "eval", "loss", "grad"]
     rng = _rng("long-line")
     add("long-line", "prose", " ".join(rng.choice(words) + rng.choice(["_", "-", ".", ""]) + rng.choice(words) for _ in range(40_000)))
     add("hf-model-revisions", "hashes",

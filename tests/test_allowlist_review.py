@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from typer.testing import CliRunner
 
 from shardscan.allowlist import load_allowlist
 from shardscan.api import scan
+from shardscan.cli import app
 from shardscan.engine import ScanOptions
 from shardscan.policy import Policy
-from shardscan.cli import app
 from shardscan.redaction import fingerprint
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard

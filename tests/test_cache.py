@@ -15,8 +15,8 @@ from shardscan.allowlist import load_allowlist
 from shardscan.api import scan
 from shardscan.decoders import DecodeLimits
 from shardscan.model import Verdict, Verification
-from shardscan.ruleset import load_ruleset
 from shardscan.redaction import fingerprint
+from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
 from shardscan.verifiers import VERIFIERS
 from tests.conftest import trace_row, write_trace_shard

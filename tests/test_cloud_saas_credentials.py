@@ -21,8 +21,8 @@ from shardscan.synth import (
     age_secret_key,
     discord_bot_token,
     expand,
-    grafana_cloud_token,
     gcp_service_account,
+    grafana_cloud_token,
     jwt,
     sentry_org_token,
 )

@@ -19,7 +19,7 @@ import pytest
 from shardscan import decoders, hyperscan_matcher
 from shardscan.api import scan_table
 from shardscan.decoders import DecodeLimits, KeywordSet, base64_, nested_patterns
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.prefilter import Prefilter
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import github_token

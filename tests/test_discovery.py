@@ -476,7 +476,7 @@ def test_a_newline_free_stream_is_read_in_bounded_segments_at_true_offsets(tmp_p
     cells = [c for c in filescan.text_cells(iter([text.encode()[i:i + 1000] for i in range(0, len(text.encode()), 1000)]))
              if not isinstance(c, int)]
     assert max(len(c.text) for c in cells) <= 4096 and {c.line for c in cells} == {0}
-    report = shardscan.scan([str((tmp_path / "x.txt"))]) if (tmp_path / "x.txt").write_text(text) else None
+    report = shardscan.scan([str(tmp_path / "x.txt")]) if (tmp_path / "x.txt").write_text(text) else None
     assert [(f.location.row, f.start) for f in report.findings] == [
         (0, len(filler) + 2), (0, 2 * len(filler) + len(TOKEN) + 5)]
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 import shardscan.engine as engine
 from shardscan.api import scan_table
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.model import ScanIssue
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import github_token

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.generate import generate, manifest_path
 from shardscan import hit_windows, hyperscan_matcher, synth
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.ruleset import load_ruleset
 from tests import realworld_corpus as rc
 

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from shardscan.engine import ScanOptions, Scanner
 import shardscan
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.reader import ShardRef, discover
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shardscan.cli import app
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.errors import ConfigError
 from shardscan.known_secrets import encoded_forms, load_known_secrets
 from shardscan.ruleset import load_ruleset

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from shardscan.api import scan
-from shardscan.engine import MEMORY_PER_STRING_BYTE, ScanOptions, Scanner
+from shardscan.engine import MEMORY_PER_STRING_BYTE, Scanner, ScanOptions
 from shardscan.reader import discover
 from shardscan.reader.parquet import iter_row_group_slices, open_parquet, string_bytes
 from shardscan.sizes import format_size, parse_size

@@ -14,7 +14,14 @@ from shardscan.engine import Scanner
 from shardscan.executor import FOOTER, plan_shard, scan_item
 from shardscan.reader import ShardRef
 from shardscan.reader.parquet import open_parquet
-from shardscan.reader.parquet_integrity import file_size, layout_problems, leaf_slots, read_footer, reader_for, walk_pages
+from shardscan.reader.parquet_integrity import (
+    file_size,
+    layout_problems,
+    leaf_slots,
+    read_footer,
+    reader_for,
+    walk_pages,
+)
 from shardscan.synth import expand
 from tests.conftest import TRACE_SCHEMA, trace_row, write_trace_shard
 from tests.parquet_mutation import BINARY, I64, ParquetFooter, TList, read_struct_at

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from shardscan.decoders import base64_
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from tests import realworld_corpus as rc
 from tests.conftest import CONVERSATIONS
 

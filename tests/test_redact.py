@@ -142,10 +142,10 @@ def test_from_report_and_verdict_selection(dataset: Path, tmp_path: Path):
 
 def test_in_place_survives_interruption_before_rename(dataset: Path, monkeypatch):
     from shardscan import remediate
+    from shardscan.api import scan
     from shardscan.engine import Scanner
     from shardscan.reader import discover
     from shardscan.ruleset import load_ruleset
-    from shardscan.api import scan
 
     shard = dataset / "train-00000-of-00002.parquet"
     original = shard.read_bytes()

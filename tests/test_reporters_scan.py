@@ -13,8 +13,8 @@ import pytest
 from shardscan.allowlist import parse_allowlist
 from shardscan.api import scan
 from shardscan.engine import ScanOptions
-from shardscan.reporters import FORMATS, render
 from shardscan.redaction import fingerprint
+from shardscan.reporters import FORMATS, render
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
 from tests.test_reporters import numbers, sarif_validate

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
-
 from pathlib import Path
 
 import pyarrow as pa

@@ -12,7 +12,7 @@ import yaml
 
 from shardscan.api import scan_table
 from shardscan.decoders import encoded_keyword_patterns
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.ruleset import load_rule_file, load_ruleset
 from shardscan.ruleset.check import check_ruleset
 from shardscan.ruleset.model import Ruleset

@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from shardscan.engine import ScanOptions, Scanner
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.synth import private_key_pem
 from tests.conftest import FIXED_NOW
 

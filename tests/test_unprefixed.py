@@ -272,8 +272,8 @@ def test_strict_makes_local_only_blocking(tmp_path):
 
 @pytest.mark.parametrize("layout", ["yaml", "json"])
 def test_short_kubernetes_secret_values_are_decoded_too(layout):
-    from shardscan.ruleset import load_ruleset
     from shardscan.engine import Scanner
+    from shardscan.ruleset import load_ruleset
 
     secret = pw("k8s-short", 10)  # 16 base64 characters: shorter than any token the decoder looks for
     value = b64(secret)
@@ -322,7 +322,7 @@ def test_connection_string_base64_encoded_whole_in_a_secret(tmp_path, scheme):
 def test_a_password_beside_a_token_in_one_base64_blob_is_still_reported():
     """Both come from one decoded run, which maps to one span of the cell: a password yields to a
     token only where they overlap in the decoded text, not merely in the same blob."""
-    from shardscan.engine import ScanOptions, Scanner
+    from shardscan.engine import Scanner, ScanOptions
     from shardscan.ruleset import load_ruleset
     from shardscan.synth import expand
 

@@ -332,7 +332,7 @@ def _pgp_secret_key_packet(protected: bool) -> bytes:
 
 def _armor(data: bytes, checksum: bytes | None = None) -> str:
     body = base64.b64encode(data).decode()
-    crc = base64.b64encode((checksum or crc24(data).to_bytes(3, "big"))).decode()
+    crc = base64.b64encode(checksum or crc24(data).to_bytes(3, "big")).decode()
     lines = ["-----BEGIN PGP PRIVATE KEY BLOCK-----", "Version: test", ""]
     lines += [body[i : i + 64] for i in range(0, len(body), 64)]
     lines += ["=" + crc, "-----END PGP PRIVATE KEY BLOCK-----"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from shardscan.engine import CellFinding, ScanOptions, Scanner
+from shardscan.engine import CellFinding, Scanner, ScanOptions
 from shardscan.model import Candidate
 from shardscan.ruleset import load_ruleset
 from shardscan.verifiers import VerifyContext, verify_candidate

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from shardscan import __version__
+from shardscan import __version__, hyperscan_matcher
 from shardscan import arrow_compute as compute
-from shardscan import hyperscan_matcher
 from shardscan.decoders import (
     ansi,
     base64_,

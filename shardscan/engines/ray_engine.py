@@ -21,7 +21,17 @@ from types import ModuleType
 
 from shardscan.engine import Scanner
 from shardscan.errors import ConfigError, describe_exception
-from shardscan.executor import FOOTER, STREAM, FooterCache, ItemResult, ShardPlan, WorkItem, assemble, plan_shard, scan_item
+from shardscan.executor import (
+    FOOTER,
+    STREAM,
+    FooterCache,
+    ItemResult,
+    ShardPlan,
+    WorkItem,
+    assemble,
+    plan_shard,
+    scan_item,
+)
 from shardscan.model import ScanIssue, ShardResult
 from shardscan.reader.sources import ShardRef
 

@@ -21,8 +21,8 @@ from shardscan.model import NotScanned
 from shardscan.reader.exclude import (
     IGNORE_FILE,
     MAX_IGNORE_BYTES,
-    ExclusionSource,
     Exclusions,
+    ExclusionSource,
     compile_patterns,
     ignore_file_lines,
 )

@@ -492,7 +492,7 @@ def footer_checks(read: ReadAt, footer: Footer) -> FooterChecks:
                             cells[(f"{label}.{edge}", value)] = None
             problems += _check_pages(read, footer, meta, rows, g, column, label, cells)
             offset, length = _int(chunk.get(6)), _int(chunk.get(7))
-            if offset is not None and length is not None and 0 < length and offset + length <= footer.size:
+            if offset is not None and length is not None and length > 0 and offset + length <= footer.size:
                 indexes.append((offset, length, label))
     for path, value in _page_index_bounds(read, indexes):
         cells[(path, value)] = None

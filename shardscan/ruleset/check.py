@@ -30,7 +30,7 @@ def check_ruleset(ruleset: Ruleset, only: set[str] | None = None) -> list[Exampl
     given); a negative example must yield none. Matching happens with the whole rule set, as in a
     scan, so overlaps between rules are accounted for.
     """
-    from shardscan.engine import ScanOptions, Scanner
+    from shardscan.engine import Scanner, ScanOptions
 
     scanner = Scanner(ruleset, ScanOptions(now=CHECK_CLOCK))
     results: list[ExampleResult] = []

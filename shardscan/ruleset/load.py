@@ -13,8 +13,8 @@ import yaml
 
 from shardscan import arrow_compute
 from shardscan.errors import ConfigError
-from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.ruleset.model import SEVERITIES, Example, Rule, Ruleset
+from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.synth import has_template
 
 _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")

@@ -13,32 +13,30 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.age import check_age
 from shardscan.verifiers.anthropic import check_anthropic
 from shardscan.verifiers.aws import check_aws_key_id, check_aws_secret
+from shardscan.verifiers.azure import check_azure_storage_key
 from shardscan.verifiers.credential import (
     check_basic_auth,
     check_connection_string,
     check_generic_secret,
     check_password,
 )
+from shardscan.verifiers.discord import check_discord
 from shardscan.verifiers.example import check_example, known_examples
+from shardscan.verifiers.gcp import check_gcp_service_account
 from shardscan.verifiers.github import check_github
+from shardscan.verifiers.grafana import check_grafana
 from shardscan.verifiers.jwt import check_jwt
+from shardscan.verifiers.npm import check_npm
+from shardscan.verifiers.onepassword import check_onepassword
 from shardscan.verifiers.openai import check_openai
 from shardscan.verifiers.placeholder import check_placeholder, dictionary, leading_placeholder
 from shardscan.verifiers.private_key import check_private_key
-from shardscan.verifiers.npm import check_npm
-from shardscan.verifiers.onepassword import check_onepassword
 from shardscan.verifiers.pypi import check_pypi
-from shardscan.verifiers.sk_key import check_sk_key
-
-
-from shardscan.verifiers.age import check_age
-from shardscan.verifiers.azure import check_azure_storage_key
-from shardscan.verifiers.discord import check_discord
-from shardscan.verifiers.gcp import check_gcp_service_account
-from shardscan.verifiers.grafana import check_grafana
 from shardscan.verifiers.sentry import check_sentry
+from shardscan.verifiers.sk_key import check_sk_key
 from shardscan.verifiers.slack import check_slack
 from shardscan.verifiers.stripe import check_stripe
 

@@ -27,18 +27,7 @@ MIN_GENERIC_ENTROPY = 3.0
 
 # The documented defaults of well-known images and tools, and the placeholders people type.
 DEFAULT_PASSWORDS = frozenset(
-    """
-    password passwd pass pwd secret changeme change_me changeit admin administrator root toor guest
-    postgres mysql mariadb mongo mongodb redis rabbitmq minioadmin minio elastic kibana neo4j oracle sa
-    test testing tester example sample default demo dummy fake foo bar foobar baz letmein qwerty
-    user username login none null nil empty undefined true false secret123 password1 password123
-    pass123 admin123 root123 test123 testpass testpassword mypassword mypass mysecret yourpassword
-    your_password your-password supersecret s3cr3t p@ssw0rd p@ssword passw0rd hunter2 abc123 abcd1234
-    12345678 123456789 1234567890 87654321 11111111 00000000 iloveyou welcome welcome1 trustno1
-    dbpassword db_password dbpass db_pass apipassword userpassword user_password adminpassword
-    admin_password rootpassword root_password secretpassword secret_password development dev local
-    localdev devpassword dev_password testsecret test_secret mysecretpassword yoursecret changemenow
-    """.split()
+    ["password", "passwd", "pass", "pwd", "secret", "changeme", "change_me", "changeit", "admin", "administrator", "root", "toor", "guest", "postgres", "mysql", "mariadb", "mongo", "mongodb", "redis", "rabbitmq", "minioadmin", "minio", "elastic", "kibana", "neo4j", "oracle", "sa", "test", "testing", "tester", "example", "sample", "default", "demo", "dummy", "fake", "foo", "bar", "foobar", "baz", "letmein", "qwerty", "user", "username", "login", "none", "null", "nil", "empty", "undefined", "true", "false", "secret123", "password1", "password123", "pass123", "admin123", "root123", "test123", "testpass", "testpassword", "mypassword", "mypass", "mysecret", "yourpassword", "your_password", "your-password", "supersecret", "s3cr3t", "p@ssw0rd", "p@ssword", "passw0rd", "hunter2", "abc123", "abcd1234", "12345678", "123456789", "1234567890", "87654321", "11111111", "00000000", "iloveyou", "welcome", "welcome1", "trustno1", "dbpassword", "db_password", "dbpass", "db_pass", "apipassword", "userpassword", "user_password", "adminpassword", "admin_password", "rootpassword", "root_password", "secretpassword", "secret_password", "development", "dev", "local", "localdev", "devpassword", "dev_password", "testsecret", "test_secret", "mysecretpassword", "yoursecret", "changemenow"]
 )
 # A value written as a reference to another value: shell and compose variables, templates of
 # Helm/Jinja/Go/Mustache, printf and Python formats, code that reads the environment or a prompt.

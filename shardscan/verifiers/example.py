@@ -13,8 +13,8 @@ from pathlib import Path
 import yaml
 
 from shardscan.errors import ConfigError
-from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.verifiers.common import b64url_decode, json_object, safe_text
 
 EXAMPLES_FILE = Path(__file__).with_name("known_examples.yaml")

@@ -57,16 +57,9 @@ _KEY_TEXT_LIMIT = 1 << 20
 # The words placeholder keys are made of ("your-secret-key-change-in-production", "supersecretkey123",
 # "test_jwt_secret"): a key made of these and digits alone carries nothing of its project.
 _KEY_WORDS = frozenset(
-    "a an the my your our this that is it at in to of for and or with not no do dont only use me here please "
-    "change changeme replace set own new some another any real very super long random string strong simple basic "
-    "secret secrets key keys jwt jws token tokens sign signing hmac hs auth access refresh session api app "
-    "password pass value test tests testing dev develop development local demo example sample dummy fake mock "
-    "default insecure unsafe placeholder todo temp temporary production prod staging env environment config "
-    "settings least bits bit characters chars char min minimum max foo bar baz hello world tutorial course "
-    "practice project flask django fastapi express node server backend generate generated unit used "
-    "which should be changed encoded base fixture fixtures".split()
+    ["a", "an", "the", "my", "your", "our", "this", "that", "is", "it", "at", "in", "to", "of", "for", "and", "or", "with", "not", "no", "do", "dont", "only", "use", "me", "here", "please", "change", "changeme", "replace", "set", "own", "new", "some", "another", "any", "real", "very", "super", "long", "random", "string", "strong", "simple", "basic", "secret", "secrets", "key", "keys", "jwt", "jws", "token", "tokens", "sign", "signing", "hmac", "hs", "auth", "access", "refresh", "session", "api", "app", "password", "pass", "value", "test", "tests", "testing", "dev", "develop", "development", "local", "demo", "example", "sample", "dummy", "fake", "mock", "default", "insecure", "unsafe", "placeholder", "todo", "temp", "temporary", "production", "prod", "staging", "env", "environment", "config", "settings", "least", "bits", "bit", "characters", "chars", "char", "min", "minimum", "max", "foo", "bar", "baz", "hello", "world", "tutorial", "course", "practice", "project", "flask", "django", "fastapi", "express", "node", "server", "backend", "generate", "generated", "unit", "used", "which", "should", "be", "changed", "encoded", "base", "fixture", "fixtures"]
 )
-_KEY_MARKS = frozenset("secret secrets key keys jwt token signing hmac password pass".split())
+_KEY_MARKS = frozenset(["secret", "secrets", "key", "keys", "jwt", "token", "signing", "hmac", "password", "pass"])
 
 
 def placeholder_key_in(token: str, text: str) -> str | None:
