@@ -1,7 +1,8 @@
-"""Generate the rules reference (``docs/rules.md``) and the README's rule table from ``rules/``.
+"""Generate the rules reference (``docs/rules.md``: a table of kinds, then every rule) from ``rules/``.
 
-``python -m shardscan.ruleset.reference`` rewrites both; ``--check`` exits 1 when either is out
-of date (a test runs it). Verifier descriptions are the first line of each verifier function's
+``python -m shardscan.ruleset.reference`` rewrites it; ``--check`` exits 1 when it is out of date
+(a test runs it). The README carries no generated rule table: it links this page, so a rule change
+never touches the README. Verifier descriptions are the first line of each verifier function's
 docstring, so a new rule file or verifier needs no edit here.
 """
 
@@ -20,9 +21,6 @@ from shardscan.verifiers import ALWAYS_FIRST, VERIFIERS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "rules.md"
-README = ROOT / "README.md"
-TABLE_START = "<!-- rules-table:start (generated: python -m shardscan.ruleset.reference) -->"
-TABLE_END = "<!-- rules-table:end -->"
 COMMAND = "python -m shardscan.ruleset.reference"
 NO_VERIFIER = "format only: placeholder, example and masking checks"
 
@@ -64,17 +62,19 @@ def render_doc(ruleset: Ruleset) -> str:
         "A rule marked *fallback* reports shapes no specific rule knows and yields to any specific",
         "rule whose match overlaps its own.",
         "",
+        *render_kinds(ruleset),
+        "",
     ]
     by_file: dict[str, list[Rule]] = {}
     for rule in ruleset.rules:
         by_file.setdefault(rule.source, []).append(rule)
     for source, rules in by_file.items():
-        lines += [f"## {source}", "", "| id | kind | name | severity | keywords | offline check |", "|---|---|---|---|---|---|"]
+        lines += [f"## {source}", "", "| id | kind | name | severity | keywords | offline check |"]
+        lines.append("|---|---|---|---|---|---|")
         for rule in rules:
             name = _cell(rule.name) + (" (*fallback*)" if rule.fallback else "")
-            lines.append(
-                f"| `{rule.id}` | `{rule.kind}` | {name} | {rule.severity} | {_code(rule.keywords)} | {offline_check(rule)} |"
-            )
+            keywords, check = _code(rule.keywords), offline_check(rule)
+            lines.append(f"| `{rule.id}` | `{rule.kind}` | {name} | {rule.severity} | {keywords} | {check} |")
         lines.append("")
     used = list(ALWAYS_FIRST) + sorted({n for r in ruleset.rules for n in r.verify} - set(ALWAYS_FIRST))
     lines += ["## Verifiers", "", "| verifier | checks |", "|---|---|"]
@@ -84,7 +84,7 @@ def render_doc(ruleset: Ruleset) -> str:
 
 @dataclass(frozen=True, slots=True)
 class KindRow:
-    """One line of the README table: a kind, what its rules cover and their offline checks."""
+    """One line of the table of kinds: a kind, what its rules cover and their offline checks."""
 
     kind: str
     covers: str
@@ -104,46 +104,37 @@ def kind_rows(ruleset: Ruleset) -> list[KindRow]:
     return rows
 
 
-def render_table(ruleset: Ruleset) -> str:
-    """The README table between the markers (markers included)."""
-    lines = [TABLE_START, "", "| kind | covers | offline check |", "|---|---|---|"]
-    lines += [f"| `{row.kind}` | {row.covers} | {row.check} |" for row in kind_rows(ruleset)]
-    return "\n".join(lines + ["", TABLE_END])
-
-
-def splice_table(readme: str, table: str) -> str:
-    """``readme`` with the text between the markers replaced by ``table``; ValueError without markers."""
-    start, end = readme.find(TABLE_START), readme.find(TABLE_END)
-    if start < 0 or end < start:
-        raise ValueError(f"README.md has no rule table markers ({TABLE_START!r} ... {TABLE_END!r})")
-    return readme[:start] + table + readme[end + len(TABLE_END) :]
+def render_kinds(ruleset: Ruleset) -> list[str]:
+    """The ``## Kinds`` section of ``docs/rules.md``: one line per kind, what it covers, its offline check."""
+    lines = ["## Kinds", "", "| kind | covers | offline check |", "|---|---|---|"]
+    return lines + [f"| `{row.kind}` | {row.covers} | {row.check} |" for row in kind_rows(ruleset)]
 
 
 @dataclass(frozen=True, slots=True)
 class Outputs:
-    """The generated texts and where they go."""
+    """The generated text and where it goes."""
 
     doc: str
-    readme: str
 
 
-def generate(ruleset: Ruleset | None = None, readme_text: str | None = None) -> Outputs:
-    """The up-to-date ``docs/rules.md`` and README.md texts for the built-in rules."""
-    ruleset = ruleset or load_ruleset()
-    readme_text = README.read_text(encoding="utf-8") if readme_text is None else readme_text
-    return Outputs(render_doc(ruleset), splice_table(readme_text, render_table(ruleset)))
+def generate(ruleset: Ruleset | None = None) -> Outputs:
+    """The up-to-date ``docs/rules.md`` text for the built-in rules."""
+    return Outputs(render_doc(ruleset or load_ruleset()))
 
 
 def stale(outputs: Outputs) -> list[str]:
     """The files whose content differs from ``outputs`` (paths relative to the checkout)."""
-    current = {DOC: outputs.doc, README: outputs.readme}
-    return [str(p.relative_to(ROOT)) for p, text in current.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    current = {DOC: outputs.doc}
+    return [
+        str(p.relative_to(ROOT)) for p, text in current.items()
+        if not p.is_file() or p.read_text(encoding="utf-8") != text
+    ]
 
 
 def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> int:
-    """Write the reference and the README table, or with ``--check`` report whether they are current."""
+    """Write the reference, or with ``--check`` report whether it is current."""
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/rules.md or the README table is out of date")
+    parser.add_argument("--check", action="store_true", help="exit 1 when docs/rules.md is out of date")
     args = parser.parse_args(argv)
     outputs = generate()
     if args.check:
@@ -152,8 +143,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
             out(f"{path} is out of date: run {COMMAND}")
         return 1 if behind else 0
     DOC.write_text(outputs.doc, encoding="utf-8")
-    README.write_text(outputs.readme, encoding="utf-8")
-    out(f"wrote {DOC.relative_to(ROOT)} and the rule table of README.md")
+    out(f"wrote {DOC.relative_to(ROOT)}")
     return 0
 
 
