@@ -19,20 +19,20 @@ AWS key ID alone `high` and its secret key `critical`.
 
 from __future__ import annotations
 
-from shardscan.model import Verdict
+from shardscan.model import Severity, Verdict
 
-_ORDER = ("critical", "high", "medium", "low", "info")
-_FIXED = {
-    Verdict.EXPIRED: "low",
-    Verdict.INVALID: "low",
-    Verdict.EXAMPLE: "info",
-    Verdict.REDACTED: "info",
-    Verdict.TEST_MODE: "low",
-    Verdict.LOCAL_ONLY: "low",
+_ORDER: tuple[Severity, ...] = tuple(Severity)
+_FIXED: dict[Verdict, Severity] = {
+    Verdict.EXPIRED: Severity.LOW,
+    Verdict.INVALID: Severity.LOW,
+    Verdict.EXAMPLE: Severity.INFO,
+    Verdict.REDACTED: Severity.INFO,
+    Verdict.TEST_MODE: Severity.LOW,
+    Verdict.LOCAL_ONLY: Severity.LOW,
 }
 
 
-def derive_severity(rule_severity: str, verdict: Verdict) -> str:
+def derive_severity(rule_severity: Severity, verdict: Verdict) -> Severity:
     """The severity to report for a finding of a rule of ``rule_severity`` whose verification gave ``verdict``."""
     if verdict in _FIXED:
         return _FIXED[verdict]

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from shardscan.verifiers.age import bech32_polymod
+from shardscan.verifiers.aws import account_id
 
 ALNUM = string.ascii_letters + string.digits
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
@@ -106,8 +107,6 @@ def huggingface_token(rng: random.Random, prefix: str = "hf_") -> str:
 def aws_key_id(rng: random.Random, prefix: str = "AKIA") -> str:
     """An AWS access key ID: a 4-letter prefix and 16 base32 characters (encoding, like an issued
     key, an account ID of at most 12 digits)."""
-    from shardscan.verifiers.aws import account_id
-
     while True:
         key = prefix + _chars(rng, BASE32, 16)
         if len(account_id(key) or "") <= 12:
@@ -131,20 +130,20 @@ def private_key_pem(kind: str = "rsa", seed: int = 0) -> str:
     enc = serialization.Encoding.PEM
     none = serialization.NoEncryption()
     if kind in ("rsa", "rsa-pkcs1"):
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        data = key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
+        rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        data = rsa_key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
     elif kind in ("rsa-pkcs8", "pkcs8"):
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        data = key.private_bytes(enc, serialization.PrivateFormat.PKCS8, none)
+        rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        data = rsa_key.private_bytes(enc, serialization.PrivateFormat.PKCS8, none)
     elif kind == "ec":
-        key = ec.generate_private_key(ec.SECP256R1())
-        data = key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
+        ec_key = ec.generate_private_key(ec.SECP256R1())
+        data = ec_key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
     elif kind in ("ed25519", "openssh"):
-        key = ed25519.Ed25519PrivateKey.generate()
-        data = key.private_bytes(enc, serialization.PrivateFormat.OpenSSH, none)
+        ed_key = ed25519.Ed25519PrivateKey.generate()
+        data = ed_key.private_bytes(enc, serialization.PrivateFormat.OpenSSH, none)
     elif kind == "encrypted":
-        key = ec.generate_private_key(ec.SECP256R1())
-        data = key.private_bytes(
+        ec_key = ec.generate_private_key(ec.SECP256R1())
+        data = ec_key.private_bytes(
             enc, serialization.PrivateFormat.PKCS8, serialization.BestAvailableEncryption(b"correct horse")
         )
     else:

@@ -79,7 +79,7 @@ def test_fingerprint_entry_follows_the_secret_across_shards_and_resharding(tmp_p
     )
     assert not accepted.blocking
     assert [f.blocking for f in report.findings if f.status == Status.NEW] == [True]
-    assert [(e["entry"], e["findings"]) for e in report.allowlist.matched] == [(1, 1)]
+    assert [(e.entry, e.findings) for e in report.allowlist.matched] == [(1, 1)]
     assert report.allowlist.stale == () and report.allowlist.expired == ()
     assert report.decision.exit_code == 1  # the unreviewed token still blocks
 
@@ -148,11 +148,11 @@ def test_stale_and_expired_entries_are_reported_and_expired_ones_stop_accepting(
     report = scan([str(data)], ruleset=ruleset, options=options, allowlist=allow)
     assert locations(report) == {("s.parquet", 0, "instruction"): "allowlisted", ("s.parquet", 1, "instruction"): "new"}
     summary = report.allowlist
-    assert (summary.entries, [e["entry"] for e in summary.matched]) == (3, [1])
-    assert [(e["entry"], e["line"], e["state"], e["fingerprint"]) for e in summary.stale] == [
+    assert (summary.entries, [e.entry for e in summary.matched]) == (3, [1])
+    assert [(e.entry, e.line, e.state, e.fingerprint) for e in summary.stale] == [
         (2, 8, "stale", UNUSED_FP)
     ]
-    assert [(e["entry"], e["state"], e["expires"], e["findings"]) for e in summary.expired] == [
+    assert [(e.entry, e.state, e.expires, e.findings) for e in summary.expired] == [
         (3, "expired", "2026-12-01", 1)
     ]
     assert [f.blocking for f in report.findings] == [False, True]

@@ -76,7 +76,7 @@ def test_the_scan_found_every_planted_secret(report):
     assert report.decision.exit_code == 3
     [accepted] = [f for f in report.findings if f.status == "allowlisted"]
     assert (accepted.location.row, accepted.blocking) == (ACCEPTED_ROW, False)
-    assert [e["entry"] for e in report.allowlist.stale] == [2]
+    assert [e.entry for e in report.allowlist.stale] == [2]
 
 
 def test_allowlisted_row_reaches_sarif_card_and_html(report):
