@@ -14,6 +14,7 @@ import binascii
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import printable_base64
 from shardscan.verifiers.example import known_examples
 from shardscan.verifiers.placeholder import placeholder_reason
@@ -72,7 +73,7 @@ def _documentation_account(account: str | None) -> Verification | None:
     return None
 
 
-def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
+def check_aws_key_id(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Checks the base32 key-ID alphabet, decodes the account ID (documentation accounts: example) and pairs an adjacent secret key."""
     key_id = candidate.secret
     match = _KEY_ID.fullmatch(key_id)
@@ -114,7 +115,7 @@ def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
     return Verification(Verdict.UNVERIFIED, ", ".join(pieces))
 
 
-def check_aws_secret(candidate: Candidate, context) -> Verification | None:
+def check_aws_secret(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Verdict for an AWS secret access key: shape only (no offline check can prove one)."""
     secret = candidate.secret
     reason = looks_like_secret_key(secret)

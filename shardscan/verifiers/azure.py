@@ -7,11 +7,12 @@ import base64
 import binascii
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 KEY_BYTES = 64
 
 
-def check_azure_storage_key(candidate: Candidate, _context: object) -> Verification | None:
+def check_azure_storage_key(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``unverified`` for 64 random-looking bytes (the account key shape); ``invalid`` otherwise."""
     try:
         data = base64.b64decode(candidate.secret, validate=True)

@@ -16,6 +16,7 @@ import re
 from collections import Counter
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import safe_text
 from shardscan.verifiers.placeholder import _ELISION, _LONG_PLACEHOLDERS, _SEQUENCES, is_word_like, placeholder_reason
 
@@ -147,14 +148,14 @@ _SCHEME_NAMES = {"postgres": "postgres", "postgresql": "postgres", "mongodb+srv"
                  "ldaps": "ldap"}
 
 
-def check_connection_string(candidate: Candidate, _context: object) -> Verification | None:
+def check_connection_string(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """A password in the userinfo of a URL (``scheme://user:password@host``)."""
     scheme = (candidate.group("scheme") or "").lower()
     service = _SCHEME_NAMES.get(scheme, scheme) or "a service"
     return _judged(candidate.secret, f"password for {service}", candidate.group("user"), candidate.group("host"))
 
 
-def check_basic_auth(candidate: Candidate, _context: object) -> Verification | None:
+def check_basic_auth(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``Authorization: Basic`` or a Docker ``auth`` field: base64 of ``user:password``, decoded."""
     try:
         raw = base64.b64decode(candidate.secret + "=" * (-len(candidate.secret) % 4), validate=True)
@@ -195,7 +196,7 @@ def _host_on_command_line(*parts: str | None) -> str | None:
     return None
 
 
-def check_password(candidate: Candidate, context: object) -> Verification | None:
+def check_password(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """A password assigned to a credential name, or given on a command line."""
     name = candidate.group("name")
     tool = candidate.group("tool")
@@ -203,7 +204,7 @@ def check_password(candidate: Candidate, context: object) -> Verification | None
         else "password"
     host = candidate.group("host") or _host_on_command_line(candidate.group("args"), candidate.group("rest"))
     verdict = _judged(candidate.secret, what, candidate.group("user"), host, name)
-    text = getattr(context, "text", "")
+    text = context.text
     if verdict.verdict == Verdict.UNVERIFIED and name and _IMAGE_INIT.match(name.strip("\"'").upper()) \
             and _CONTAINER_CONTEXT.search(text):
         return Verification(Verdict.LOCAL_ONLY, f"{what}: sets the password of a container an image starts "
@@ -214,7 +215,7 @@ def check_password(candidate: Candidate, context: object) -> Verification | None
     return verdict
 
 
-def check_generic_secret(candidate: Candidate, _context: object) -> Verification | None:
+def check_generic_secret(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """A value assigned to a secret, token or API-key name: reported when it looks generated."""
     name = safe_text(candidate.group("name") or "a secret name", 40)
     value = candidate.secret

@@ -9,12 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from shardscan.errors import ConfigError
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.safe_yaml import SAFE_LOADER
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import b64url_decode, json_object, safe_text
 
 EXAMPLES_FILE = Path(__file__).with_name("known_examples.yaml")
@@ -27,7 +29,7 @@ class KnownExamples:
 
     values: dict[tuple[str, str], str]  # (kind, sha256 hex of the value) -> name
     patterns: tuple[tuple[str, re.Pattern[str], str], ...]  # (kind, pattern, name)
-    jwt_claims: tuple[tuple[dict, str], ...]  # (payload, name)
+    jwt_claims: tuple[tuple[dict[str, Any], str], ...]  # (payload, name)
     hmac_secrets: tuple[tuple[bytes, str], ...] = ()  # (documented HMAC secret, name)
     # The signature segments of the documented JWTs (``value`` entries of kind jwt), by name.
     jwt_signatures: dict[str, str] = field(default_factory=dict)
@@ -87,7 +89,8 @@ def hmac_signer(token: str) -> Callable[[bytes], bool] | None:
     if len(parts) != 3:
         return None
     header = json_object(b64url_decode(parts[0]))
-    digest = _HMAC_DIGESTS.get(header.get("alg")) if header else None
+    alg = header.get("alg") if header else None
+    digest = _HMAC_DIGESTS.get(alg) if isinstance(alg, str) else None
     signature = b64url_decode(parts[2])
     if digest is None or not signature:
         return None
@@ -105,7 +108,7 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
         raise ConfigError(f"{label}: expected a mapping with an 'examples' list")
     values: dict[tuple[str, str], str] = {}
     patterns: list[tuple[str, re.Pattern[str], str]] = []
-    claims: list[tuple[dict, str]] = []
+    claims: list[tuple[dict[str, Any], str]] = []
     secrets: list[tuple[bytes, str]] = []
     signatures: dict[str, str] = {}
     keys: dict[str, str] = {}
@@ -153,7 +156,7 @@ def known_examples() -> KnownExamples:
     return parse_examples(data)
 
 
-def check_example(candidate: Candidate, context) -> Verification | None:
+def check_example(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """``example`` when the secret is a documented value of the rule's kind; no opinion otherwise."""
     name = known_examples().lookup(candidate.secret, context.kind)
     if name is None:

@@ -11,6 +11,7 @@ import json
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import safe_text
 from shardscan.verifiers.private_key import check_private_key
 
@@ -39,7 +40,7 @@ def unescape(value: str) -> str:
     return value
 
 
-def check_gcp_service_account(candidate: Candidate, context) -> Verification | None:
+def check_gcp_service_account(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """The private key's verdict, with the project and the account's domain in the detail."""
     found = _PRIVATE_KEY.search(candidate.secret)
     if found is None:

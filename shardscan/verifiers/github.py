@@ -17,6 +17,7 @@ import re
 import zlib
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.jwt import verify_jwt
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -47,7 +48,7 @@ def fine_grained_checksum(head: str) -> str:
     return base64.b32encode(hashlib.sha256(head.encode("utf-8", "surrogatepass")).digest()).decode()[:8]
 
 
-def check_github(candidate: Candidate, context) -> Verification | None:
+def check_github(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Recomputes the checksum of any GitHub token format (CRC32 of classic tokens, SHA-256 of github_pat_, the JWT inside app installation tokens); None for other strings."""
     token = candidate.secret
     app = _APP_JWT.fullmatch(token)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import b64url_decode, json_object, safe_text
 
 # The fields that sign a service account in; a record without the secret ones grants nothing.
@@ -12,7 +13,7 @@ _SECRET_FIELDS = ("srpX", "muk", "secretKey")
 _ADDRESS = re.compile(r"[A-Za-z0-9.-]{1,80}")
 
 
-def check_onepassword(candidate: Candidate, _context: object) -> Verification | None:
+def check_onepassword(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """Decodes the base64 body: a JSON record with a sign-in address and the account's secret key material."""
     body = candidate.secret.removeprefix("ops_").rstrip("=")
     record = json_object(b64url_decode(body.replace("+", "-").replace("/", "_")))

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 MARKER = "T3BlbkFJ"  # base64 of "OpenAI"
 _PREFIX = re.compile(r"sk-(?:(proj|svcacct|admin|None)-)?")
 _NAMES = {None: "user", "proj": "project", "svcacct": "service account", "admin": "admin", "None": "legacy"}
 
 
-def check_openai(candidate: Candidate, _context: object) -> Verification | None:
+def check_openai(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """Checks the T3BlbkFJ marker occurs once, between two random halves of equal length (after an optional name part)."""
     key = candidate.secret
     prefix = _PREFIX.match(key)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 _ELISION = re.compile(
     r"\.\.\.|…|<[^<>]{0,60}>|\[[^\[\]]{0,60}(?:omitted|redacted|removed|snip|hidden)[^\[\]]{0,60}\]|\*{4,}|#{6,}",
@@ -68,7 +69,7 @@ def _segments(body: str) -> list[str]:
 def covered_by_words(segment: str, words: frozenset[str]) -> tuple[int, list[str]]:
     """Most characters of ``segment`` covered by ``words``, and those words (word-break dynamic programme)."""
     n = len(segment)
-    best = [(0, [])] * (n + 1)
+    best: list[tuple[int, list[str]]] = [(0, [])] * (n + 1)
     for i in range(1, n + 1):
         best[i] = best[i - 1]
         for j in range(max(0, i - 14), i):
@@ -214,7 +215,7 @@ def leading_placeholder(secret: str) -> Verification | None:
     return Verification(Verdict.REDACTED, f"body starts with the placeholder word {match.group(0).lower()!r}, not a secret")
 
 
-def check_placeholder(candidate: Candidate, _context: object) -> Verification | None:
+def check_placeholder(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``redacted`` (or ``example``) when the secret's body is elided, a placeholder or word-like.
 
     PEM blocks are left to the private-key verifier, which judges their body line by line, and

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import b64url_decode, day, safe_text
 
 _MAX_BYTES = 16 * 1024
@@ -130,13 +131,13 @@ def read_caveats(caveats: tuple[bytes, ...]) -> Grant:
     return Grant(scope, expires)
 
 
-def _projects(names: list) -> str:
+def _projects(names: list[object]) -> str:
     shown = ", ".join(safe_text(n, 40) for n in names[:3] if isinstance(n, str))
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     return f"upload to project(s) {shown}{more}" if shown else "no project"
 
 
-def check_pypi(candidate: Candidate, context) -> Verification | None:
+def check_pypi(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Decodes the macaroon: a PyPI or TestPyPI location, a 32-byte signature; the caveats give scope and expiry."""
     data = b64url_decode(candidate.secret.removeprefix("pypi-"))
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 _OPENROUTER = re.compile(r"sk-or-v1-[0-9a-f]{64}")
 _HEX32 = re.compile(r"sk-[0-9a-f]{32}")
@@ -39,10 +40,10 @@ def _mention(names: list[str]) -> str:
     return f"; the text names {', '.join(names)}" if names else ""
 
 
-def check_sk_key(candidate: Candidate, context) -> Verification | None:
+def check_sk_key(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Checks the shape (sk-or-v1- + 64 hex, sk- + 32 hex, sk- + 48 alphanumerics) and names the provider from the text around it."""
     key = candidate.secret
-    names = _named(candidate, getattr(context, "text", ""))
+    names = _named(candidate, context.text)
     if key.startswith("sk-or-"):
         if _OPENROUTER.fullmatch(key):
             return Verification(Verdict.UNVERIFIED, "OpenRouter API key (sk-or-v1- and 64 hex), no checksum to check offline")
