@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shardscan.model import Finding, IssueKind, ScanIssue
+from shardscan.model import Finding, IssueKind, ScanIssue, Verdict
 from shardscan.pretty_json import pretty_json as pretty_json
 from shardscan.report import VERDICTS as VERDICTS
 from shardscan.report import ReconciledEntry, Report
@@ -17,16 +17,18 @@ from shardscan.report import verdict_counts as verdict_counts
 # every reporter finds what it shares with the others.
 
 # What each verdict means to the person signing off a release (legends in HTML and Markdown).
+# Keyed by the members (a test checks every member has an entry), typed by their text, which is
+# how reporters look verdicts up (``by_verdict`` counts are keyed by text).
 VERDICT_MEANING: dict[str, str] = {
-    "valid": "verified offline as a working credential (structure, checksum or key material)",
-    "unverified": "looks like a credential; no offline check could confirm or rule it out",
-    "encrypted": "an encrypted private key: harmless only while its passphrase stays secret",
-    "expired": "a credential that has expired (e.g. a JWT past its exp)",
-    "invalid": "fails the credential's own structure or checksum: not usable",
-    "example": "a documented example or placeholder value",
-    "redacted": "an elided or masked value (e.g. a key body replaced by an omission marker)",
-    "test-mode": "a real test-mode or publishable key: grants no access to live data or money",
-    "local-only": "a real credential for a service reachable only inside the sandbox (localhost, a compose service)",
+    Verdict.VALID: "verified offline as a working credential (structure, checksum or key material)",
+    Verdict.UNVERIFIED: "looks like a credential; no offline check could confirm or rule it out",
+    Verdict.ENCRYPTED: "an encrypted private key: harmless only while its passphrase stays secret",
+    Verdict.EXPIRED: "a credential that has expired (e.g. a JWT past its exp)",
+    Verdict.INVALID: "fails the credential's own structure or checksum: not usable",
+    Verdict.EXAMPLE: "a documented example or placeholder value",
+    Verdict.REDACTED: "an elided or masked value (e.g. a key body replaced by an omission marker)",
+    Verdict.TEST_MODE: "a real test-mode or publishable key: grants no access to live data or money",
+    Verdict.LOCAL_ONLY: "a real credential for a service reachable only inside the sandbox (localhost, a compose service)",
 }
 
 # Display names of credential families, for the dataset card and legends; unknown kinds show as-is.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
-from shardscan.model import Finding
+from shardscan.model import Finding, Severity, Verdict
 from shardscan.report import Report
 from shardscan.reporters._common import (
     VERDICT_MEANING,
@@ -28,16 +28,16 @@ from shardscan.sizes import format_size
 # others are cool or neutral and drawn as outlines (pills) or hatched (bars), so that the two
 # groups differ in shape and lightness as well as hue (colour-blind readers, greyscale prints).
 # None of them is the green of the PASS banner.
-VERDICT_COLOR = {
-    "valid": "#b91c1c",
-    "unverified": "#c2410c",
-    "encrypted": "#a16207",
-    "expired": "#475569",
-    "invalid": "#64748b",
-    "example": "#1d4ed8",
-    "redacted": "#6d28d9",
-    "test-mode": "#0e7490",
-    "local-only": "#0e7490",
+VERDICT_COLOR: dict[str, str] = {
+    Verdict.VALID: "#b91c1c",
+    Verdict.UNVERIFIED: "#c2410c",
+    Verdict.ENCRYPTED: "#a16207",
+    Verdict.EXPIRED: "#475569",
+    Verdict.INVALID: "#64748b",
+    Verdict.EXAMPLE: "#1d4ed8",
+    Verdict.REDACTED: "#6d28d9",
+    Verdict.TEST_MODE: "#0e7490",
+    Verdict.LOCAL_ONLY: "#0e7490",
 }
 PASS_COLOR = "#166534"
 FAIL_COLOR = "#991b1b"
@@ -339,7 +339,7 @@ def _detail(f: Finding) -> str:
 
 
 # Severities sort from the most to the least urgent.
-_SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+_SEVERITY_RANK: dict[str, int] = {severity: rank for rank, severity in enumerate(Severity)}
 
 
 def _findings_table(report: Report) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from shardscan.model import Finding, ScanIssue, Status
+from shardscan.model import Finding, ScanIssue, Severity, Status
 from shardscan.report import Report
 from shardscan.reporters._common import entry_text, files_dict, pretty_json, summary_numbers
 
@@ -34,9 +34,14 @@ SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas
 FINGERPRINT_KEY = "shardscan/secretSha256/v1"
 
 # SARIF ``level`` per rule severity (the rule default) ...
-_SEVERITY_LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note", "info": "note"}
+_SEVERITY_LEVEL: dict[str, str] = {
+    Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: "warning",
+    Severity.LOW: "note", Severity.INFO: "note",
+}
 # ... and GitHub's ``security-severity`` score, which drives its critical/high/medium/low labels.
-_SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0", "info": "1.0"}
+_SECURITY_SEVERITY: dict[str, str] = {
+    Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.5", Severity.LOW: "3.0", Severity.INFO: "1.0",
+}
 
 
 def _uri(shard: str) -> str:

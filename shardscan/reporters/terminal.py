@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from shardscan.model import Finding
+from shardscan.model import Finding, Verdict
 from shardscan.report import Report
 from shardscan.reporters._common import (
     decision_line,
@@ -24,16 +24,16 @@ from shardscan.reporters._common import (
 )
 from shardscan.sizes import format_size
 
-_VERDICT_STYLE = {
-    "valid": "bold red",
-    "unverified": "red",
-    "encrypted": "yellow",
-    "expired": "green",
-    "invalid": "green",
-    "example": "cyan",
-    "redacted": "cyan",
-    "test-mode": "yellow",
-    "local-only": "yellow",
+_VERDICT_STYLE: dict[str, str] = {
+    Verdict.VALID: "bold red",
+    Verdict.UNVERIFIED: "red",
+    Verdict.ENCRYPTED: "yellow",
+    Verdict.EXPIRED: "green",
+    Verdict.INVALID: "green",
+    Verdict.EXAMPLE: "cyan",
+    Verdict.REDACTED: "cyan",
+    Verdict.TEST_MODE: "yellow",
+    Verdict.LOCAL_ONLY: "yellow",
 }
 
 # Above this many shards the summary lists only shards with findings or errors: a 1,000-shard
