@@ -426,14 +426,15 @@ def _allowlist(report: Report) -> str:
     out = [f'<h2>Allowlist</h2><p class="meta" id="allowlist-summary">{e(allow.path or "(no file)")}: '
            f"{allow.entries} entries, {len(allow.matched)} matched, {len(allow.stale)} stale, "
            f"{len(allow.expired)} expired</p>"]
-    accepted = [f for f in report.findings if f.allowlist is not None]
+    accepted = [(f, f.allowlist) for f in report.findings if f.allowlist is not None]
     if accepted:
         rows = "".join(
             f'<tr class="accepted"><td class="wrap">{e(f.location.shard)}</td><td class="num">{f.location.row}</td>'
-            f"<td><code>{e(f.location.column)}</code></td><td>{e(f.rule_id)}</td><td><code class=\"preview\">{e(f.preview)}</code></td>"
-            f"<td>{f.allowlist.entry}</td><td>{e(f.allowlist.reviewer)}</td><td>{e(f.allowlist.reviewed)}</td>"
-            f"<td>{e(f.allowlist.reason)}</td></tr>"
-            for f in accepted
+            f"<td><code>{e(f.location.column)}</code></td><td>{e(f.rule_id)}</td>"
+            f"<td><code class=\"preview\">{e(f.preview)}</code></td>"
+            f"<td>{a.entry}</td><td>{e(a.reviewer)}</td><td>{e(a.reviewed)}</td>"
+            f"<td>{e(a.reason)}</td></tr>"
+            for f, a in accepted
         )
         out.append('<table id="allowlist-accepted"><thead><tr><th>shard</th><th>row</th><th>column</th><th>rule</th>'
                    "<th>preview</th><th>entry</th><th>reviewer</th><th>reviewed</th><th>reason</th></tr></thead>"

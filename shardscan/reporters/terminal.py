@@ -13,6 +13,7 @@ from rich.text import Text
 
 from shardscan.model import Finding, Verdict
 from shardscan.report import Report
+from shardscan.reporters import RenderOptions
 from shardscan.reporters._common import (
     decision_line,
     entry_text,
@@ -83,7 +84,7 @@ def _hung(console: Console, text: Text, hang: int) -> Text:
 _WORD = re.compile(r"\S+\s*")
 
 
-def render(report: Report, options) -> str:
+def render(report: Report, options: RenderOptions) -> str:
     """The human-readable audit as text, with ANSI colour only when ``options.color``.
 
     ``options.quiet`` prints just the gate decision line.
