@@ -261,7 +261,8 @@ def parse_allowlist(text: str, label: str = DEFAULT_ALLOWLIST, *, secret_check: 
     if version is None:
         problems.append(f"{label}:{_line(root)}: missing 'version: {ALLOWLIST_VERSION}'")
     elif not (isinstance(version, yaml.ScalarNode) and version.tag == _INT and version.value.strip() == "1"):
-        problems.append(f"{label}:{_line(version)}: unsupported version (this shardscan reads version {ALLOWLIST_VERSION})")
+        problems.append(f"{label}:{_line(version)}: unsupported version (this shardscan reads version "
+                        f"{ALLOWLIST_VERSION})")
     entries_node = top.get("entries")
     entries: list[AllowlistEntry] = []
     if entries_node is None:
@@ -442,7 +443,7 @@ def never_matching(allowlist: Allowlist, rule_names: Iterable[str], today: date)
 
 def _covers(broad: AllowlistEntry, narrow: AllowlistEntry) -> bool:
     """True when ``broad`` accepts every finding ``narrow`` does (conservatively: equal or absent narrowing)."""
-    return all(b is None or b == n for b, n in zip(broad.narrowing, narrow.narrowing))
+    return all(b is None or b == n for b, n in zip(broad.narrowing, narrow.narrowing, strict=True))
 
 
 def shipped_allowlist() -> Path:

@@ -286,7 +286,8 @@ def onepassword_service_account(rng: random.Random, arg: str = "") -> str:
     (``broken``: the record cut in half)."""
     record = {
         "signInAddress": "my.1password.com",
-        "userAuth": {"method": "SRPg-4096", "alg": "PBES2g-HS256", "iterations": 650000, "salt": _chars(rng, B64URL, 22)},
+        "userAuth": {"method": "SRPg-4096", "alg": "PBES2g-HS256", "iterations": 650000,
+                     "salt": _chars(rng, B64URL, 22)},
         "email": _chars(rng, string.ascii_lowercase, 12) + "@1passwordserviceaccounts.com",
         "srpX": _chars(rng, "0123456789abcdef", 64),
         "muk": {"alg": "A256GCM", "ext": True, "k": _chars(rng, B64URL, 43), "key_ops": ["encrypt", "decrypt"],
@@ -407,9 +408,11 @@ def slack_token(rng: random.Random, kind: str = "bot") -> str:
     """A Slack token or webhook path of the documented shapes (``bot``, ``user``, ``app``, ``config``, ``webhook``)."""
     team = _chars(rng, string.digits, 12)
     if kind == "user":
-        return f"xoxp-{team}-{_chars(rng, string.digits, 12)}-{_chars(rng, string.digits, 13)}-{_chars(rng, '0123456789abcdef', 32)}"
+        return (f"xoxp-{team}-{_chars(rng, string.digits, 12)}-{_chars(rng, string.digits, 13)}-"
+                f"{_chars(rng, '0123456789abcdef', 32)}")
     if kind == "app":
-        return f"xapp-1-A{_chars(rng, string.ascii_uppercase + string.digits, 10)}-{_chars(rng, string.digits, 13)}-{_chars(rng, '0123456789abcdef', 64)}"
+        return (f"xapp-1-A{_chars(rng, string.ascii_uppercase + string.digits, 10)}-{_chars(rng, string.digits, 13)}-"
+                f"{_chars(rng, '0123456789abcdef', 64)}")
     if kind == "config":
         return "xoxe.xoxp-1-" + _mixed(rng, 166)
     if kind == "webhook":
@@ -441,8 +444,8 @@ GENERATORS.update({
     "slack": lambda rng, arg: slack_token(rng, arg or "bot"),
     "sentry": lambda rng, arg: sentry_org_token(rng, arg),
     "grafana_cloud": lambda rng, arg: grafana_cloud_token(rng),
-    "jwt_role": lambda rng, arg: jwt(rng, exp=4_102_444_800, iss="supabase", ref=_chars(rng, string.ascii_lowercase, 20),
-                                     role=arg or "service_role"),
+    "jwt_role": lambda rng, arg: jwt(rng, exp=4_102_444_800, iss="supabase",
+                                     ref=_chars(rng, string.ascii_lowercase, 20), role=arg or "service_role"),
     "upper_hex": lambda rng, arg: _chars(rng, "0123456789ABCDEF", int(arg or 32)),
     "upper_alnum": lambda rng, arg: _chars(rng, string.ascii_uppercase + string.digits, int(arg or 27)),
 })
@@ -458,7 +461,8 @@ def password(rng: random.Random, n: int = 16) -> str:
 
 
 def basic_credentials(rng: random.Random, user: str = "deploy") -> str:
-    """Base64 of ``user:<generated password>``, as an ``Authorization: Basic`` header or a Docker ``auth`` field holds it."""
+    """Base64 of ``user:<generated password>``, as an ``Authorization: Basic`` header or a Docker
+    ``auth`` field holds it."""
     return base64.b64encode(f"{user or 'deploy'}:{password(rng)}".encode()).decode()
 
 

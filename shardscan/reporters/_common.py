@@ -28,7 +28,8 @@ VERDICT_MEANING: dict[str, str] = {
     Verdict.EXAMPLE: "a documented example or placeholder value",
     Verdict.REDACTED: "an elided or masked value (e.g. a key body replaced by an omission marker)",
     Verdict.TEST_MODE: "a real test-mode or publishable key: grants no access to live data or money",
-    Verdict.LOCAL_ONLY: "a real credential for a service reachable only inside the sandbox (localhost, a compose service)",
+    Verdict.LOCAL_ONLY: "a real credential for a service reachable only inside the sandbox (localhost, a compose "
+                        "service)",
 }
 
 # Display names of credential families, for the dataset card and legends; unknown kinds show as-is.
@@ -142,7 +143,10 @@ def gate_why(report: Report) -> list[str]:
     if any(i.kind == IssueKind.NOTHING_SCANNED for i in report.issues):
         lines.append("nothing was scanned: exit 3, an empty scan certifies nothing")
     if unreadable:
-        how = "reported but not failing (--skip-unreadable)" if policy.skip_unreadable else "exit 3: an unread shard cannot be certified clean"
+        if policy.skip_unreadable:
+            how = "reported but not failing (--skip-unreadable)"
+        else:
+            how = "exit 3: an unread shard cannot be certified clean"
         lines.append(f"{len(unreadable)} unreadable problem(s): {how}")
     if limits:
         lines.append(f"{len(limits)} limit(s) hit: exit 3, part of the data was not fully scanned")

@@ -33,7 +33,8 @@ def render(report: Report, _options: object = None) -> str:
         role = f" ({loc.role})" if loc.role else ""
         mark = "BLOCKING" if f.blocking else ("allowlisted" if str(f.status) == "allowlisted" else "notice")
         lines.append(_safe(
-            f"  {mark:11} {loc.shard}:{loc.row} {loc.column}{role} {f.rule_id} {f.verdict} {f.preview} {f.fingerprint[:19]}…"
+            f"  {mark:11} {loc.shard}:{loc.row} {loc.column}{role} {f.rule_id} {f.verdict} {f.preview} "
+            f"{f.fingerprint[:19]}…"
             + (f" x{f.count} (aggregated)" if f.count > 1 else "")
         ))
     for issue in report.issues:

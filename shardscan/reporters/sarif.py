@@ -154,7 +154,8 @@ def sarif_dict(report: Report) -> JsonObject:
             "name": r.name,
             "shortDescription": {"text": r.name},
             "fullDescription": {"text": r.description or r.name},
-            "help": {"text": f"{r.description} Remove or rotate the credential, or accept it with a reviewed allowlist entry."},
+            "help": {"text": f"{r.description} Remove or rotate the credential, or accept it with a reviewed allowlist "
+                             "entry."},
             "defaultConfiguration": {"level": _SEVERITY_LEVEL.get(r.severity, "warning")},
             "properties": {
                 "kind": r.kind,

@@ -159,7 +159,9 @@ def _shards(console: Console, report: Report, table_box: box.Box | None, width: 
     if not shown:
         _say(console, _t(f"Shards: all {len(rows)} clean and read completely"))
         return
-    title = "Shards" + (f" ({len(shown)} with findings or errors; {hidden} clean shard(s) not listed)" if hidden else "")
+    title = "Shards"
+    if hidden:
+        title += f" ({len(shown)} with findings or errors; {hidden} clean shard(s) not listed)"
     headers = ("rows", "cells", "bytes", "findings", "by verdict", "blocking", "errors")
     longest = max(len(_one_line(r.shard)) for r in shown)
     # The numbers need about 60 columns next to the shard name; below that, a line per shard.

@@ -66,9 +66,11 @@ def _check(scanner: Scanner, rule: Rule, example: Example, index: int, positive:
         return ExampleResult(rule.id, True, index, False, f"example {index + 1} not detected{extra}")
     if positive and example.verdict and all(f.verdict != example.verdict for f in mine):
         got = ", ".join(sorted({str(f.verdict) for f in mine}))
-        return ExampleResult(rule.id, True, index, False, f"example {index + 1}: verdict {got}, expected {example.verdict}")
+        return ExampleResult(rule.id, True, index, False, f"example {index + 1}: verdict {got}, expected "
+                                                          f"{example.verdict}")
     if not positive and mine:
-        return ExampleResult(rule.id, False, index, False, f"negative example {index + 1} was detected ({mine[0].preview})")
+        return ExampleResult(rule.id, False, index, False, f"negative example {index + 1} was detected "
+                                                           f"({mine[0].preview})")
     return ExampleResult(rule.id, positive, index, True)
 
 

@@ -132,7 +132,9 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         raise ConfigError(f"{label}: rule #{index + 1}: missing required field 'id' (a kebab-case string)")
     if not _ID.fullmatch(rule_id):
         # Name the offending id (shortened: it is user text) so the author can find the rule.
-        raise ConfigError(f"{label}: {rule_id[:60]}: 'id' must be kebab-case (lowercase letters, digits, single dashes)")
+        raise ConfigError(
+            f"{label}: {rule_id[:60]}: 'id' must be kebab-case (lowercase letters, digits, single dashes)"
+        )
 
     def fail(message: str) -> ConfigError:
         return ConfigError(f"{label}: {rule_id}: {message}")
@@ -178,7 +180,8 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
     for example in examples:
         # Templated examples are checked after expansion, by ``rules check``.
         if not has_template(example.text) and not any(k in example.text for k in keywords):
-            raise fail(f"example {example.text[:40]!r} contains none of the rule's keywords (the prefilter would skip it)")
+            raise fail(f"example {example.text[:40]!r} contains none of the rule's keywords (the prefilter would skip "
+                       "it)")
     return Rule(
         id=rule_id,
         kind=raw["kind"],

@@ -28,9 +28,9 @@ NO_VERIFIER = "format only: placeholder, example and masking checks"
 
 
 def describe_verifier(name: str) -> str:
-    """The first line of the docstring of the verifier registered as ``name``."""
-    doc = inspect.getdoc(VERIFIERS[name]) or ""
-    first = doc.strip().splitlines()[0] if doc.strip() else "(no description)"
+    """The first paragraph of the docstring of the verifier registered as ``name`` (on one line)."""
+    doc = (inspect.getdoc(VERIFIERS[name]) or "").strip()
+    first = " ".join(doc.split("\n\n")[0].split()) if doc else "(no description)"
     return first.rstrip(".").replace("``", "`")
 
 
@@ -69,11 +69,13 @@ def render_doc(ruleset: Ruleset) -> str:
     for rule in ruleset.rules:
         by_file.setdefault(rule.source, []).append(rule)
     for source, rules in by_file.items():
-        lines += [f"## {source}", "", "| id | kind | name | severity | keywords | offline check |", "|---|---|---|---|---|---|"]
+        lines += [f"## {source}", "", "| id | kind | name | severity | keywords | offline check |",
+                  "|---|---|---|---|---|---|"]
         for rule in rules:
             name = _cell(rule.name) + (" (*fallback*)" if rule.fallback else "")
             lines.append(
-                f"| `{rule.id}` | `{rule.kind}` | {name} | {rule.severity} | {_code(rule.keywords)} | {offline_check(rule)} |"
+                f"| `{rule.id}` | `{rule.kind}` | {name} | {rule.severity} | {_code(rule.keywords)} | "
+                f"{offline_check(rule)} |"
             )
         lines.append("")
     used = list(ALWAYS_FIRST) + sorted({n for r in ruleset.rules for n in r.verify} - set(ALWAYS_FIRST))
@@ -137,13 +139,15 @@ def generate(ruleset: Ruleset | None = None, readme_text: str | None = None) -> 
 def stale(outputs: Outputs) -> list[str]:
     """The files whose content differs from ``outputs`` (paths relative to the checkout)."""
     current = {DOC: outputs.doc, README: outputs.readme}
-    return [str(p.relative_to(ROOT)) for p, text in current.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    return [str(p.relative_to(ROOT)) for p, text in current.items()
+            if not p.is_file() or p.read_text(encoding="utf-8") != text]
 
 
 def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> int:
     """Write the reference and the README table, or with ``--check`` report whether they are current."""
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/rules.md or the README table is out of date")
+    parser.add_argument("--check", action="store_true", help="exit 1 when docs/rules.md or the README table is out of "
+                                                             "date")
     args = parser.parse_args(argv)
     outputs = generate()
     if args.check:

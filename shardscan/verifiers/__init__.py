@@ -37,7 +37,9 @@ from shardscan.verifiers.sk_key import check_sk_key
 from shardscan.verifiers.slack import check_slack
 from shardscan.verifiers.stripe import check_stripe
 
-__all__ = ["ALWAYS_FIRST", "NO_CHECK", "VERIFIERS", "Verifier", "VerifyContext", "prepare_verifiers", "verify_candidate"]
+__all__ = [
+    "ALWAYS_FIRST", "NO_CHECK", "VERIFIERS", "Verifier", "VerifyContext", "prepare_verifiers", "verify_candidate",
+]
 
 # The registry: the names rules use in ``verify:``, each to its check.
 VERIFIERS: dict[str, Verifier] = {

@@ -36,6 +36,7 @@ def check_anthropic(candidate: Candidate, _context: VerifyContext) -> Verificati
         ending = "ends in AA" if rest.endswith("AA") else "does not end in AA"
         return Verification(
             Verdict.INVALID,
-            f"{name} of {len(candidate.secret)} characters that {ending} (real keys: {expected}, ending AA): invented or cut",
+            f"{name} of {len(candidate.secret)} characters that {ending} (real keys: {expected}, ending AA): invented "
+            "or cut",
         )
     return Verification(Verdict.VALID, f"{name}, {expected} characters ending in AA: well-formed")

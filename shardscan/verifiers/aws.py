@@ -74,7 +74,8 @@ def _documentation_account(account: str | None) -> Verification | None:
 
 
 def check_aws_key_id(candidate: Candidate, context: VerifyContext) -> Verification | None:
-    """Checks the base32 key-ID alphabet, decodes the account ID (documentation accounts: example) and pairs an adjacent secret key."""
+    """Checks the base32 key-ID alphabet, decodes the account ID (documentation accounts: example)
+    and pairs an adjacent secret key."""
     key_id = candidate.secret
     match = _KEY_ID.fullmatch(key_id)
     if match is None:
@@ -82,7 +83,8 @@ def check_aws_key_id(candidate: Candidate, context: VerifyContext) -> Verificati
     prefix, body = match.groups()
     bad = re.search(r"[0189]", body)
     if bad:
-        return Verification(Verdict.INVALID, "contains 0, 1, 8 or 9, outside the base32 key-ID alphabet: not an AWS key ID")
+        return Verification(Verdict.INVALID, "contains 0, 1, 8 or 9, outside the base32 key-ID alphabet: not an AWS "
+                                             "key ID")
     name = _PREFIXES.get(prefix, "access key ID (A3T prefix)")
     account = account_id(key_id)
     if documented := _documentation_account(account):
@@ -127,5 +129,7 @@ def check_aws_secret(candidate: Candidate, context: VerifyContext) -> Verificati
         if documented := _documentation_account(account):
             return documented
         where = f" (account {account})" if account else ""
-        return Verification(Verdict.UNVERIFIED, f"AWS secret access key next to its key ID{where}: a usable pair; no offline check")
-    return Verification(Verdict.UNVERIFIED, "AWS secret access key (assigned to a secret-key variable); no offline check")
+        return Verification(Verdict.UNVERIFIED, f"AWS secret access key next to its key ID{where}: a usable pair; no "
+                                                "offline check")
+    return Verification(Verdict.UNVERIFIED, "AWS secret access key (assigned to a secret-key variable); no offline "
+                                            "check")

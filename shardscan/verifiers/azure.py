@@ -19,7 +19,8 @@ def check_azure_storage_key(candidate: Candidate, _context: VerifyContext) -> Ve
     except (binascii.Error, ValueError):
         return Verification(Verdict.INVALID, "not valid base64, not an Azure storage account key")
     if len(data) != KEY_BYTES:
-        return Verification(Verdict.INVALID, f"decodes to {len(data)} bytes (account keys are {KEY_BYTES}): not an account key")
+        return Verification(Verdict.INVALID, f"decodes to {len(data)} bytes (account keys are {KEY_BYTES}): not an "
+                                             "account key")
     if all(32 <= byte < 127 for byte in data):
         return Verification(Verdict.INVALID, "decodes to readable text, not 64 random bytes: not an account key")
     return Verification(Verdict.UNVERIFIED, "Azure storage account key shape (64 bytes): full access to the account's "

@@ -76,7 +76,7 @@ def ago(moment: datetime, now: datetime) -> str:
     seconds = (moment - now).total_seconds()
     past = seconds < 0
     seconds = abs(seconds)
-    for unit, size in (("year", 365.25 * 86400), ("month", 30.44 * 86400), ("day", 86400), ("hour", 3600),
+    for unit, size in (("year", 365.25 * 86400), ("month", 30.44 * 86400), ("day", 86400), ("hour", 3600),  # noqa: B007 -- read after the loop
                        ("minute", 60)):
         if seconds >= size:
             n = int(seconds // size)

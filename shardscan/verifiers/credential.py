@@ -28,7 +28,20 @@ MIN_GENERIC_ENTROPY = 3.0
 
 # The documented defaults of well-known images and tools, and the placeholders people type.
 DEFAULT_PASSWORDS = frozenset(
-    ["password", "passwd", "pass", "pwd", "secret", "changeme", "change_me", "changeit", "admin", "administrator", "root", "toor", "guest", "postgres", "mysql", "mariadb", "mongo", "mongodb", "redis", "rabbitmq", "minioadmin", "minio", "elastic", "kibana", "neo4j", "oracle", "sa", "test", "testing", "tester", "example", "sample", "default", "demo", "dummy", "fake", "foo", "bar", "foobar", "baz", "letmein", "qwerty", "user", "username", "login", "none", "null", "nil", "empty", "undefined", "true", "false", "secret123", "password1", "password123", "pass123", "admin123", "root123", "test123", "testpass", "testpassword", "mypassword", "mypass", "mysecret", "yourpassword", "your_password", "your-password", "supersecret", "s3cr3t", "p@ssw0rd", "p@ssword", "passw0rd", "hunter2", "abc123", "abcd1234", "12345678", "123456789", "1234567890", "87654321", "11111111", "00000000", "iloveyou", "welcome", "welcome1", "trustno1", "dbpassword", "db_password", "dbpass", "db_pass", "apipassword", "userpassword", "user_password", "adminpassword", "admin_password", "rootpassword", "root_password", "secretpassword", "secret_password", "development", "dev", "local", "localdev", "devpassword", "dev_password", "testsecret", "test_secret", "mysecretpassword", "yoursecret", "changemenow"]
+    [
+        "password", "passwd", "pass", "pwd", "secret", "changeme", "change_me", "changeit", "admin", "administrator",
+        "root", "toor", "guest", "postgres", "mysql", "mariadb", "mongo", "mongodb", "redis", "rabbitmq", "minioadmin",
+        "minio", "elastic", "kibana", "neo4j", "oracle", "sa", "test", "testing", "tester", "example", "sample",
+        "default", "demo", "dummy", "fake", "foo", "bar", "foobar", "baz", "letmein", "qwerty", "user", "username",
+        "login", "none", "null", "nil", "empty", "undefined", "true", "false", "secret123", "password1", "password123",
+        "pass123", "admin123", "root123", "test123", "testpass", "testpassword", "mypassword", "mypass", "mysecret",
+        "yourpassword", "your_password", "your-password", "supersecret", "s3cr3t", "p@ssw0rd", "p@ssword", "passw0rd",
+        "hunter2", "abc123", "abcd1234", "12345678", "123456789", "1234567890", "87654321", "11111111", "00000000",
+        "iloveyou", "welcome", "welcome1", "trustno1", "dbpassword", "db_password", "dbpass", "db_pass", "apipassword",
+        "userpassword", "user_password", "adminpassword", "admin_password", "rootpassword", "root_password",
+        "secretpassword", "secret_password", "development", "dev", "local", "localdev", "devpassword", "dev_password",
+        "testsecret", "test_secret", "mysecretpassword", "yoursecret", "changemenow"
+    ]
 )
 # A value written as a reference to another value: shell and compose variables, templates of
 # Helm/Jinja/Go/Mustache, printf and Python formats, code that reads the environment or a prompt.
@@ -39,7 +52,8 @@ _TEMPLATE = re.compile(
 )
 _MASK = re.compile(r"^(?:\*+|x+|X+|•+|\.+|#+|-+|_+|\?+)$|\*{3,}|•{3,}|x{4,}|X{4,}|redacted|hidden|masked|omitted", re.I)
 # "your-db-password-here", "your_api_key", "<…>" forms and friends.
-_YOUR = re.compile(r"^(?:your|my|enter|insert|put|add|some|the)[-_ ]?[a-z]|[-_ ]here$|^replace|^todo|^fixme|^tbd$", re.I)
+_YOUR = re.compile(r"^(?:your|my|enter|insert|put|add|some|the)[-_ ]?[a-z]|[-_ ]here$|^replace|^todo|^fixme|^tbd$",
+                   re.I)
 _CODE_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|->|::)[A-Za-z_][A-Za-z0-9_]*)+$|^[A-Za-z_][A-Za-z0-9_.]*[(\[]")
 
 
@@ -135,7 +149,8 @@ def _judged(value: str, what: str, user: str | None, host: str | None, name: str
     who = f" (user {safe_text(user, 40)})" if user else ""
     scope, shown = host_scope(host)
     if scope == "local":
-        return Verification(Verdict.LOCAL_ONLY, f"{what}{who} on {shown} (local-only: reachable inside the sandbox only)")
+        return Verification(Verdict.LOCAL_ONLY, f"{what}{who} on {shown} (local-only: reachable inside the sandbox "
+                                                "only)")
     if scope == "example":
         return Verification(Verdict.EXAMPLE, f"{what}{who} on {shown} (a documentation host)")
     if scope == "remote":
@@ -182,7 +197,8 @@ _CONTAINER_CONTEXT = re.compile(r"(?m)^[ \t]*(?:image|services):|docker(?:-compo
 
 # Where a command line names the host it connects to: -h/--host, a URL, user@host (ssh, scp).
 _HOST_ARG = re.compile(
-    r"(?:^|[\s,{(])(?:-h[ \t]?|--host[= ]|['\"]?host(?:name)?['\"]?[ \t]{0,3}[:=][ \t]{0,3})['\"]?(?P<a>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\])"
+    r"(?:^|[\s,{(])(?:-h[ \t]?|--host[= ]|['\"]?host(?:name)?['\"]?[ \t]{0,3}[:=][ "
+    r"\t]{0,3})['\"]?(?P<a>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\])"
     r"|://(?:[^/@\s'\"]*@)?(?P<b>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)"
     r"|(?:^|\s)[A-Za-z0-9_.\-]{1,64}@(?P<c>[A-Za-z0-9_.\-]+)"
 )

@@ -114,7 +114,7 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
     keys: dict[str, str] = {}
     for i, entry in enumerate(data["examples"], start=1):
         where = f"{label}: example #{i}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("name"), str):
+        if not (isinstance(entry, dict) and isinstance(entry.get("kind"), str) and isinstance(entry.get("name"), str)):
             raise ConfigError(f"{where}: needs 'kind' and 'name' strings")
         given = [k for k in _ENTRY_TYPES if k in entry]
         if len(given) != 1:

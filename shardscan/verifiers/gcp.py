@@ -51,7 +51,10 @@ def check_gcp_service_account(candidate: Candidate, context: VerifyContext) -> V
         return None
     project = _PROJECT.search(candidate.secret)
     email = _EMAIL.search(candidate.secret)
-    where = f"project {safe_text(unescape(project.group(1) or project.group(2)), 40)}" if project else "project not named"
+    if project:
+        where = f"project {safe_text(unescape(project.group(1) or project.group(2)), 40)}"
+    else:
+        where = "project not named"
     if email:
         # The account's domain tells which project it belongs to; its name is left out.
         where += f", account @{safe_text(unescape(email.group(1) or email.group(2)).rpartition('@')[2], 48)}"

@@ -60,7 +60,19 @@ _KEY_TEXT_LIMIT = 1 << 20
 # The words placeholder keys are made of ("your-secret-key-change-in-production", "supersecretkey123",
 # "test_jwt_secret"): a key made of these and digits alone carries nothing of its project.
 _KEY_WORDS = frozenset(
-    ["a", "an", "the", "my", "your", "our", "this", "that", "is", "it", "at", "in", "to", "of", "for", "and", "or", "with", "not", "no", "do", "dont", "only", "use", "me", "here", "please", "change", "changeme", "replace", "set", "own", "new", "some", "another", "any", "real", "very", "super", "long", "random", "string", "strong", "simple", "basic", "secret", "secrets", "key", "keys", "jwt", "jws", "token", "tokens", "sign", "signing", "hmac", "hs", "auth", "access", "refresh", "session", "api", "app", "password", "pass", "value", "test", "tests", "testing", "dev", "develop", "development", "local", "demo", "example", "sample", "dummy", "fake", "mock", "default", "insecure", "unsafe", "placeholder", "todo", "temp", "temporary", "production", "prod", "staging", "env", "environment", "config", "settings", "least", "bits", "bit", "characters", "chars", "char", "min", "minimum", "max", "foo", "bar", "baz", "hello", "world", "tutorial", "course", "practice", "project", "flask", "django", "fastapi", "express", "node", "server", "backend", "generate", "generated", "unit", "used", "which", "should", "be", "changed", "encoded", "base", "fixture", "fixtures"]
+    [
+        "a", "an", "the", "my", "your", "our", "this", "that", "is", "it", "at", "in", "to", "of", "for", "and", "or",
+        "with", "not", "no", "do", "dont", "only", "use", "me", "here", "please", "change", "changeme", "replace",
+        "set", "own", "new", "some", "another", "any", "real", "very", "super", "long", "random", "string", "strong",
+        "simple", "basic", "secret", "secrets", "key", "keys", "jwt", "jws", "token", "tokens", "sign", "signing",
+        "hmac", "hs", "auth", "access", "refresh", "session", "api", "app", "password", "pass", "value", "test",
+        "tests", "testing", "dev", "develop", "development", "local", "demo", "example", "sample", "dummy", "fake",
+        "mock", "default", "insecure", "unsafe", "placeholder", "todo", "temp", "temporary", "production", "prod",
+        "staging", "env", "environment", "config", "settings", "least", "bits", "bit", "characters", "chars", "char",
+        "min", "minimum", "max", "foo", "bar", "baz", "hello", "world", "tutorial", "course", "practice", "project",
+        "flask", "django", "fastapi", "express", "node", "server", "backend", "generate", "generated", "unit", "used",
+        "which", "should", "be", "changed", "encoded", "base", "fixture", "fixtures"
+    ]
 )
 _KEY_MARKS = frozenset(["secret", "secrets", "key", "keys", "jwt", "token", "signing", "hmac", "password", "pass"])
 
@@ -130,7 +142,8 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
     alg_shown = safe_text(alg, 16)
     payload = json_object(b64url_decode(parts[1]))
     if payload is None:
-        return Verification(Verdict.INVALID, f"{alg_shown} {what} whose payload is not base64url JSON, not a usable token")
+        return Verification(Verdict.INVALID, f"{alg_shown} {what} whose payload is not base64url JSON, not a usable "
+                                             "token")
     summary = _summary(alg_shown, what, payload)
     times = _time_claims(payload)
     if times.problem is not None:
@@ -158,7 +171,8 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
     if expected is not None and len(raw_signature) not in expected:
         sizes = "/".join(str(n) for n in expected[:3]) + ("…" if len(expected) > 3 else "")
         return Verification(
-            Verdict.INVALID, f"{summary}: {len(raw_signature)}-byte signature, {alg_shown} signs with {sizes} bytes (mangled)"
+            Verdict.INVALID, f"{summary}: {len(raw_signature)}-byte signature, {alg_shown} signs with {sizes} bytes "
+                             "(mangled)"
         )
     when = _validity(exp, nbf, now, issued)
     if expected is None:
@@ -213,7 +227,8 @@ def _validity(exp: datetime | None, nbf: datetime | None, now: datetime, issued:
 def _verify_jwe(parts: list[str], now: datetime) -> Verification:
     header = json_object(b64url_decode(parts[0]))
     if header is None or not isinstance(header.get("alg"), str) or not isinstance(header.get("enc"), str):
-        return Verification(Verdict.INVALID, "five parts but the header is not base64url JSON with alg and enc, not a JWE")
+        return Verification(Verdict.INVALID, "five parts but the header is not base64url JSON with alg and enc, not a "
+                                             "JWE")
     alg, enc = header["alg"], header["enc"]
     shown = f"JWE ({safe_text(alg, 20)}, {safe_text(enc, 20)})"
     decoded = [d for d in (b64url_decode(p) for p in parts[1:]) if d is not None]
@@ -228,7 +243,8 @@ def _verify_jwe(parts: list[str], now: datetime) -> Verification:
         if len(iv) != iv_bytes or len(tag) != tag_bytes or len(ciphertext) % block or not ciphertext:
             return Verification(
                 Verdict.INVALID,
-                f"{shown}: IV {len(iv)} bytes, tag {len(tag)} bytes; {safe_text(enc, 20)} uses {iv_bytes} and {tag_bytes} (mangled)",
+                f"{shown}: IV {len(iv)} bytes, tag {len(tag)} bytes; {safe_text(enc, 20)} uses {iv_bytes} and "
+                f"{tag_bytes} (mangled)",
             )
     payload = f"{shown}, {len(ciphertext)}-byte encrypted payload"
     return _jwe_header_times(header, now, payload) or Verification(

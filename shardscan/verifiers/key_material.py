@@ -75,9 +75,11 @@ def _pbe_scheme(data: bytes) -> str:
 def check_der(data: bytes, label: str) -> Verification:
     declared = der_declared_length(data)
     if declared is None:
-        return Verification(Verdict.INVALID, f"{label_name(label)}: valid base64 but not DER ({len(data)} bytes), not a key")
+        return Verification(Verdict.INVALID, f"{label_name(label)}: valid base64 but not DER ({len(data)} bytes), not "
+                                             "a key")
     if declared > len(data):
-        cut = f"{label_name(label)}: truncated (the DER structure declares {declared} bytes, the body holds {len(data)})"
+        cut = (f"{label_name(label)}: truncated (the DER structure declares {declared} bytes, the body holds "
+               f"{len(data)})")
         exposure = partial_exposure(data)
         if exposure is None:
             return Verification(Verdict.INVALID, f"{cut}, no usable key material left")
@@ -91,13 +93,16 @@ def check_der(data: bytes, label: str) -> Verification:
     except TypeError:
         # cryptography says a password is needed: the structure is an encrypted PKCS#8 key.
         return Verification(
-            Verdict.ENCRYPTED, f"encrypted PKCS#8 private key ({_pbe_scheme(data)}), {len(data)} bytes; passphrase unknown"
+            Verdict.ENCRYPTED, f"encrypted PKCS#8 private key ({_pbe_scheme(data)}), {len(data)} bytes; passphrase "
+                               "unknown"
         )
     except (ValueError, UnsupportedAlgorithm, OverflowError):
         if label == "ENCRYPTED":
-            return Verification(Verdict.INVALID, "encrypted PKCS#8 label, but the body is not an EncryptedPrivateKeyInfo")
+            return Verification(Verdict.INVALID, "encrypted PKCS#8 label, but the body is not an "
+                                                 "EncryptedPrivateKeyInfo")
         return Verification(
-            Verdict.INVALID, f"{label_name(label)}: valid base64 and DER ({len(data)} bytes) but does not parse as a key"
+            Verdict.INVALID, f"{label_name(label)}: valid base64 and DER ({len(data)} bytes) but does not parse as a "
+                             "key"
         )
     return Verification(Verdict.VALID, f"{describe_key(key)} private key ({_der_format(data, label)}), parses")
 
@@ -146,7 +151,8 @@ _OPENSSH_MAGIC = b"openssh-key-v1\x00"
 
 def check_openssh(data: bytes) -> Verification:
     if not data.startswith(_OPENSSH_MAGIC):
-        return Verification(Verdict.INVALID, "OpenSSH private key: valid base64 but no openssh-key-v1 header, not a key")
+        return Verification(Verdict.INVALID,
+                            "OpenSSH private key: valid base64 but no openssh-key-v1 header, not a key")
     try:
         cipher, offset = ssh_string(data, len(_OPENSSH_MAGIC))
         kdf, offset = ssh_string(data, offset)
@@ -166,7 +172,8 @@ def check_openssh(data: bytes) -> Verification:
     cipher_name = safe_label(cipher.decode("ascii", "replace"))
     if cipher_name != "none":
         kdf_name = safe_label(kdf.decode("ascii", "replace"))
-        return Verification(Verdict.ENCRYPTED, f"encrypted OpenSSH private key ({cipher_name}, {kdf_name} KDF); passphrase unknown")
+        return Verification(Verdict.ENCRYPTED, f"encrypted OpenSSH private key ({cipher_name}, {kdf_name} KDF); "
+                                               "passphrase unknown")
     pem = (
         "-----BEGIN OPENSSH PRIVATE KEY-----\n"
         + "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 70))
@@ -180,5 +187,6 @@ def check_openssh(data: bytes) -> Verification:
     except TypeError:
         return Verification(Verdict.ENCRYPTED, "encrypted OpenSSH private key; passphrase unknown")
     except (ValueError, UnsupportedAlgorithm, OverflowError):
-        return Verification(Verdict.INVALID, "OpenSSH private key: header parses but the key material does not, not a key")
+        return Verification(Verdict.INVALID, "OpenSSH private key: header parses but the key material does not, not a "
+                                             "key")
     return Verification(Verdict.VALID, f"{describe_key(key)} private key (OpenSSH), parses")

@@ -104,7 +104,8 @@ def _rsa_exposure(data: bytes, offset: int) -> tuple[Verdict, str] | None:
     if len(numbers) == 4:
         d = numbers[3]
         if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
-            return Verdict.VALID, f"yet its RSA {bits}-bit modulus and private exponent are complete and match: the key is exposed"
+            return Verdict.VALID, (f"yet its RSA {bits}-bit modulus and private exponent are complete and match: the "
+                                   "key is exposed")
         return None
     return rsa_cut_after_modulus(bits)
 
@@ -112,7 +113,8 @@ def _rsa_exposure(data: bytes, offset: int) -> tuple[Verdict, str] | None:
 def rsa_cut_after_modulus(bits: int) -> tuple[Verdict, str]:
     return (
         Verdict.UNVERIFIED,
-        f"its RSA {bits}-bit modulus is complete and has no small factors (looks genuine); the private part is cut, partial exposure",
+        f"its RSA {bits}-bit modulus is complete and has no small factors (looks genuine); the private part is cut, "
+        "partial exposure",
     )
 
 
@@ -152,7 +154,8 @@ def _ec_exposure(data: bytes, offset: int, curve_name: str | None) -> tuple[Verd
     if public is not None:
         point = key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
         if point == public:
-            return Verdict.VALID, f"yet its EC {curve.name} private scalar is complete and matches its public key: the key is exposed"
+            return Verdict.VALID, (f"yet its EC {curve.name} private scalar is complete and matches its public key: "
+                                   "the key is exposed")
         return None
     return Verdict.UNVERIFIED, f"yet its EC {curve.name} private scalar is complete: the key is exposed if genuine"
 
@@ -197,7 +200,8 @@ def openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) 
 
                 derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
                 if derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public:
-                    return Verdict.VALID, "yet its Ed25519 seed is complete and matches its public key: the key is exposed"
+                    return Verdict.VALID, ("yet its Ed25519 seed is complete and matches its public key: the key is "
+                                           "exposed")
                 return None
             if public in data[:private_at]:
                 return (
@@ -220,7 +224,8 @@ def openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) 
                 return rsa_cut_after_modulus(n.bit_length())
             e, d = numbers
             if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
-                return Verdict.VALID, f"yet its RSA {n.bit_length()}-bit modulus and private exponent are complete and match: the key is exposed"
+                return Verdict.VALID, (f"yet its RSA {n.bit_length()}-bit modulus and private exponent are complete "
+                                       "and match: the key is exposed")
     except (IndexError, struct.error, ValueError):
         return None
     return None

@@ -18,7 +18,8 @@ def check_onepassword(candidate: Candidate, _context: VerifyContext) -> Verifica
     body = candidate.secret.removeprefix("ops_").rstrip("=")
     record = json_object(b64url_decode(body.replace("+", "-").replace("/", "_")))
     if record is None:
-        return Verification(Verdict.INVALID, "1Password service-account token whose body is not base64 JSON: invented or cut")
+        return Verification(Verdict.INVALID, "1Password service-account token whose body is not base64 JSON: invented "
+                                             "or cut")
     missing = [name for name in _SECRET_FIELDS if not record.get(name)]
     if missing:
         return Verification(

@@ -70,7 +70,8 @@ class _Block:
 
 
 def check_private_key(candidate: Candidate, _context: VerifyContext) -> Verification | None:
-    """Decodes the PEM body however it is printed and loads the key (PKCS#1/#8, SEC1, DSA, OpenSSH, PGP); encrypted and truncated keys judged apart (see the module docstring)."""
+    """Decodes the PEM body however it is printed and loads the key (PKCS#1/#8, SEC1, DSA, OpenSSH,
+    PGP); encrypted and truncated keys judged apart (see the module docstring)."""
     block = _parse_block(candidate.secret)
     if block is None:
         return Verification(Verdict.INVALID, "no complete BEGIN/END PRIVATE KEY block")
@@ -325,7 +326,8 @@ def _elided(block: _Block) -> Verification | None:
         return Verification(Verdict.REDACTED, "body is one repeated character, a placeholder, not a key")
     for line in block.lines:
         if _NOT_B64.search(line.text) and is_word_like(line.text):
-            return Verification(Verdict.REDACTED, f"placeholder words instead of a body ({_where(block, line)}), not a key")
+            return Verification(Verdict.REDACTED, f"placeholder words instead of a body ({_where(block, line)}), not a "
+                                                  "key")
     if len(joined) < 200 and is_word_like(joined):
         return Verification(Verdict.REDACTED, "body is made of words (a placeholder), not a key")
     return None
@@ -406,14 +408,17 @@ def _check_pgp(block: _Block) -> Verification:
     if checksum is not None:
         expected = base64.b64encode(crc24(data).to_bytes(3, "big")).decode()
         if expected != checksum:
-            return Verification(Verdict.INVALID, "PGP private key block: armor checksum (CRC24) mismatch, corrupted or invented")
+            return Verification(Verdict.INVALID, "PGP private key block: armor checksum (CRC24) mismatch, corrupted or "
+                                                 "invented")
     packet = _pgp_secret_key(data)
     if packet is None:
-        return Verification(Verdict.INVALID, "PGP private key block: checksum aside, the first packet is not a secret key")
+        return Verification(Verdict.INVALID, "PGP private key block: checksum aside, the first packet is not a secret "
+                                             "key")
     algorithm, protected = packet
     sum_note = "armor checksum matches" if checksum is not None else "no armor checksum"
     if protected:
-        return Verification(Verdict.ENCRYPTED, f"PGP {algorithm} secret key, passphrase-protected ({sum_note}); passphrase unknown")
+        return Verification(Verdict.ENCRYPTED, f"PGP {algorithm} secret key, passphrase-protected ({sum_note}); "
+                                               "passphrase unknown")
     return Verification(Verdict.VALID, f"PGP {algorithm} secret key, unprotected ({sum_note}), parses")
 
 

@@ -9,6 +9,7 @@ not parse as such a macaroon is no token, and an expiry caveat in the past means
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -120,10 +121,8 @@ def read_caveats(caveats: tuple[bytes, ...]) -> Grant:
                 scope = _projects(permissions["projects"])
         elif isinstance(caveat, list) and caveat and caveat[0] == 0 and len(caveat) >= 2:
             if isinstance(caveat[1], int) and not isinstance(caveat[1], bool):
-                try:
+                with contextlib.suppress(OverflowError, OSError, ValueError):
                     expires = datetime.fromtimestamp(caveat[1], UTC)
-                except (OverflowError, OSError, ValueError):
-                    pass
         elif isinstance(caveat, list) and len(caveat) >= 2 and caveat[0] == 1 and isinstance(caveat[1], list):
             scope = _projects(caveat[1])
         elif isinstance(caveat, list) and len(caveat) >= 2 and caveat[0] == 2 and isinstance(caveat[1], list):
