@@ -83,8 +83,7 @@ def check_der(data: bytes, label: str) -> Verification:
         exposure = partial_exposure(data)
         if exposure is None:
             return Verification(Verdict.INVALID, f"{cut}, no usable key material left")
-        verdict, what = exposure
-        return Verification(verdict, f"{cut}; {what}")
+        return Verification(exposure.verdict, f"{cut}; {exposure.what}")
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.serialization import load_der_private_key
 
@@ -153,8 +152,12 @@ def check_openssh(data: bytes) -> Verification:
     if not data.startswith(_OPENSSH_MAGIC):
         return Verification(Verdict.INVALID,
                             "OpenSSH private key: valid base64 but no openssh-key-v1 header, not a key")
+    # What the header gave before it ran out, for judging a truncated key.
+    private_at: int | None = None
+    seen_cipher: bytes | None = None
     try:
         cipher, offset = ssh_string(data, len(_OPENSSH_MAGIC))
+        seen_cipher = cipher
         kdf, offset = ssh_string(data, offset)
         _, offset = ssh_string(data, offset)  # kdf options
         (count,) = struct.unpack(">I", data[offset : offset + 4])
@@ -165,9 +168,9 @@ def check_openssh(data: bytes) -> Verification:
         _, offset = ssh_string(data, offset)  # private section
     except (IndexError, struct.error):
         cut = f"OpenSSH private key: truncated ({len(data)} bytes, a field runs past the end)"
-        exposure = openssh_exposure(data, locals().get("private_at"), locals().get("cipher"))
+        exposure = openssh_exposure(data, private_at, seen_cipher)
         if exposure is not None:
-            return Verification(exposure[0], f"{cut}; {exposure[1]}")
+            return Verification(exposure.verdict, f"{cut}; {exposure.what}")
         return Verification(Verdict.INVALID, f"{cut}, not a key")
     cipher_name = safe_label(cipher.decode("ascii", "replace"))
     if cipher_name != "none":

@@ -8,9 +8,19 @@ truncated body is read as far as it goes (``cryptography`` only where a key must
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from functools import cache
 
 from shardscan.model import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """What the part of a truncated key present still gives away: the verdict, and the reason in
+    words (the end of a detail that begins with how the key was cut)."""
+
+    verdict: Verdict
+    what: str
 
 _RSA_OID = bytes.fromhex("2a864886f70d010101")
 _EC_OID = bytes.fromhex("2a8648ce3d0201")
@@ -53,7 +63,7 @@ def looks_like_rsa_modulus(n: int) -> bool:
     return n.bit_length() >= 1024 and n % 2 == 1 and all(n % p for p in _small_primes()[1:])
 
 
-def partial_exposure(data: bytes) -> tuple[Verdict, str] | None:
+def partial_exposure(data: bytes) -> Exposure | None:
     """What a truncated PKCS#1, SEC1 or PKCS#8 body still exposes; None when it exposes nothing real."""
     try:
         tag, offset, _ = _tlv(data, 0)
@@ -84,7 +94,7 @@ def partial_exposure(data: bytes) -> tuple[Verdict, str] | None:
     return None
 
 
-def _rsa_exposure(data: bytes, offset: int) -> tuple[Verdict, str] | None:
+def _rsa_exposure(data: bytes, offset: int) -> Exposure | None:
     _, offset, _ = _tlv(data, offset)  # RSAPrivateKey SEQUENCE
     numbers: list[int] = []
     for _ in range(4):  # version, n, e, d
@@ -104,21 +114,22 @@ def _rsa_exposure(data: bytes, offset: int) -> tuple[Verdict, str] | None:
     if len(numbers) == 4:
         d = numbers[3]
         if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
-            return Verdict.VALID, (f"yet its RSA {bits}-bit modulus and private exponent are complete and match: the "
+            return Exposure(Verdict.VALID, f"yet its RSA {bits}-bit modulus and private exponent are complete and "
+                                           "match: the "
                                    "key is exposed")
         return None
     return rsa_cut_after_modulus(bits)
 
 
-def rsa_cut_after_modulus(bits: int) -> tuple[Verdict, str]:
-    return (
+def rsa_cut_after_modulus(bits: int) -> Exposure:
+    return Exposure(
         Verdict.UNVERIFIED,
         f"its RSA {bits}-bit modulus is complete and has no small factors (looks genuine); the private part is cut, "
         "partial exposure",
     )
 
 
-def _ec_exposure(data: bytes, offset: int, curve_name: str | None) -> tuple[Verdict, str] | None:
+def _ec_exposure(data: bytes, offset: int, curve_name: str | None) -> Exposure | None:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
@@ -154,10 +165,12 @@ def _ec_exposure(data: bytes, offset: int, curve_name: str | None) -> tuple[Verd
     if public is not None:
         point = key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
         if point == public:
-            return Verdict.VALID, (f"yet its EC {curve.name} private scalar is complete and matches its public key: "
+            return Exposure(Verdict.VALID, f"yet its EC {curve.name} private scalar is complete and matches its public "
+                                           "key: "
                                    "the key is exposed")
         return None
-    return Verdict.UNVERIFIED, f"yet its EC {curve.name} private scalar is complete: the key is exposed if genuine"
+    return Exposure(Verdict.UNVERIFIED, f"yet its EC {curve.name} private scalar is complete: the key is exposed if "
+                                        "genuine")
 
 
 
@@ -171,7 +184,7 @@ def ssh_string(data: bytes, offset: int) -> tuple[bytes, int]:
     return data[offset + 4 : end], end
 
 
-def openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) -> tuple[Verdict, str] | None:
+def openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) -> Exposure | None:
     """What a truncated, unencrypted OpenSSH key still exposes (the private section is cut).
 
     The private section holds two equal check words, the key type, then the key: for Ed25519 the
@@ -200,11 +213,12 @@ def openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) 
 
                 derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
                 if derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public:
-                    return Verdict.VALID, ("yet its Ed25519 seed is complete and matches its public key: the key is "
+                    return Exposure(Verdict.VALID, "yet its Ed25519 seed is complete and matches its public key: the "
+                                                   "key is "
                                            "exposed")
                 return None
             if public in data[:private_at]:
-                return (
+                return Exposure(
                     Verdict.UNVERIFIED,
                     f"its Ed25519 public key matches the header and {len(seed)} of 32 seed bytes are visible; "
                     "the private part is cut, partial exposure",
@@ -224,7 +238,8 @@ def openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) 
                 return rsa_cut_after_modulus(n.bit_length())
             e, d = numbers
             if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
-                return Verdict.VALID, (f"yet its RSA {n.bit_length()}-bit modulus and private exponent are complete "
+                return Exposure(Verdict.VALID, f"yet its RSA {n.bit_length()}-bit modulus and private exponent are "
+                                               "complete "
                                        "and match: the key is exposed")
     except (IndexError, struct.error, ValueError):
         return None

@@ -186,9 +186,10 @@ def _check_block(block: _Block) -> Verification:
         return elided
     if block.label == "PGP":
         return _check_pgp(block)
-    data, problem = _decode(block)
+    decoded = _decode(block)
+    data = decoded.data
     if data is None:
-        return Verification(Verdict.INVALID, f"{what}: {problem}, not a key")
+        return Verification(Verdict.INVALID, f"{what}: {decoded.problem}, not a key")
     if published := known_examples().key_digests.get(hashlib.sha256(data).hexdigest()):
         return Verification(Verdict.EXAMPLE, f"{what}: {published}, a published test key, not a secret")
     if _legacy_encrypted(block):
@@ -348,7 +349,15 @@ def _legacy_encrypted(block: _Block) -> bool:
     return "ENCRYPTED" in block.headers.get("Proc-Type", "").upper()
 
 
-def _decode(block: _Block) -> tuple[bytes | None, str | None]:
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    """A block's body as bytes, or (``data`` None) precisely why it is not base64."""
+
+    data: bytes | None
+    problem: str | None = None
+
+
+def _decode(block: _Block) -> _Decoded:
     """Base64-decode the body, or say precisely why it is not base64 (naming the line)."""
     lines = block.lines
     for i, line in enumerate(lines):
@@ -356,11 +365,11 @@ def _decode(block: _Block) -> tuple[bytes | None, str | None]:
         if bad:
             char = bad.group(0)
             shown = repr(char) if not char.isalnum() and char.isprintable() else "a non-base64 character"
-            return None, f"body is not valid base64 ({_where(block, line)}: {shown})"
+            return _Decoded(None, f"body is not valid base64 ({_where(block, line)}: {shown})")
         if "=" in line.text.rstrip("=") or ("=" in line.text and i != len(lines) - 1):
-            return None, f"body is not valid base64 ({_where(block, line)}: '=' padding inside the data)"
+            return _Decoded(None, f"body is not valid base64 ({_where(block, line)}: '=' padding inside the data)")
         if not _B64_LINE.fullmatch(line.text):
-            return None, f"body is not valid base64 ({_where(block, line)}: too much padding)"
+            return _Decoded(None, f"body is not valid base64 ({_where(block, line)}: too much padding)")
     joined = "".join(line.text for line in lines)
     usable = len(joined.rstrip("=")) // 4 * 4
     if len(joined) % 4:
@@ -368,12 +377,13 @@ def _decode(block: _Block) -> tuple[bytes | None, str | None]:
         declared = der_declared_length(prefix)
         if block.unterminated or (declared and declared > len(prefix)):
             # Cut output (no END line) or truncated DER: the key checks judge what is present.
-            return prefix, None
-        return None, f"body is not valid base64 (length {len(joined)} is not a multiple of 4: characters missing)"
+            return _Decoded(prefix)
+        return _Decoded(None, f"body is not valid base64 (length {len(joined)} is not a multiple of 4: characters "
+                              "missing)")
     try:
-        return base64.b64decode(joined, validate=True), None
+        return _Decoded(base64.b64decode(joined, validate=True))
     except (binascii.Error, ValueError):
-        return None, "body is not valid base64"
+        return _Decoded(None, "body is not valid base64")
 
 
 # ---- PGP ----------------------------------------------------------------------------------------
@@ -402,9 +412,10 @@ def _check_pgp(block: _Block) -> Verification:
         checksum = last.text[-4:]
         lines[-1] = _Line(last.number, last.text[:-5])
     body = _Block(block.label, block.headers, tuple(lines), block.one_line)
-    data, problem = _decode(body)
+    decoded = _decode(body)
+    data = decoded.data
     if data is None:
-        return Verification(Verdict.INVALID, f"PGP private key block: {problem}, not a key")
+        return Verification(Verdict.INVALID, f"PGP private key block: {decoded.problem}, not a key")
     if checksum is not None:
         expected = base64.b64encode(crc24(data).to_bytes(3, "big")).decode()
         if expected != checksum:
@@ -414,7 +425,7 @@ def _check_pgp(block: _Block) -> Verification:
     if packet is None:
         return Verification(Verdict.INVALID, "PGP private key block: checksum aside, the first packet is not a secret "
                                              "key")
-    algorithm, protected = packet
+    algorithm, protected = packet.algorithm, packet.protected
     sum_note = "armor checksum matches" if checksum is not None else "no armor checksum"
     if protected:
         return Verification(Verdict.ENCRYPTED, f"PGP {algorithm} secret key, passphrase-protected ({sum_note}); "
@@ -428,8 +439,16 @@ _PGP_MPIS = {1: 2, 2: 2, 3: 2, 16: 3, 17: 4}
 _PGP_FIXED = {25: 32, 26: 56, 27: 32, 28: 57}
 
 
-def _pgp_secret_key(data: bytes) -> tuple[str, bool] | None:
-    """(algorithm, passphrase-protected) of the first packet when it is a secret (sub)key packet."""
+@dataclass(frozen=True, slots=True)
+class _PgpSecretKey:
+    """What the first packet of a PGP block says: the key's algorithm, and whether a passphrase protects it."""
+
+    algorithm: str
+    protected: bool
+
+
+def _pgp_secret_key(data: bytes) -> _PgpSecretKey | None:
+    """The first packet's algorithm and protection, when it is a secret (sub)key packet."""
     try:
         tag_byte = data[0]
         if not tag_byte & 0x80:
@@ -463,7 +482,7 @@ def _pgp_secret_key(data: bytes) -> tuple[str, bool] | None:
         usage = data[offset]
     except (IndexError, KeyError, struct.error):
         return None
-    return _PGP_ALGORITHMS.get(algorithm, f"algorithm {algorithm}"), usage != 0
+    return _PgpSecretKey(_PGP_ALGORITHMS.get(algorithm, f"algorithm {algorithm}"), usage != 0)
 
 
 def _skip_public_material(data: bytes, offset: int, algorithm: int) -> int:
