@@ -14,8 +14,7 @@ import pytest
 
 from shardscan.model import IssueKind, ScanIssue, Severity, Status, Verdict
 from shardscan.report import VERDICTS, EntryState
-from shardscan.reporters import EXTENSIONS, FORMATS, MODULES, OutputFormat, render
-from shardscan.reporters import html, sarif, terminal
+from shardscan.reporters import EXTENSIONS, FORMATS, MODULES, OutputFormat, html, render, sarif, terminal
 from shardscan.reporters._common import VERDICT_MEANING
 from tests.report_samples import ALLOW_REF, FINDINGS, sample_report
 
@@ -55,7 +54,7 @@ def _report_with(member: StrEnum):
 
 
 def test_every_format_is_a_member_with_a_module_and_an_extension():
-    assert FORMATS == tuple(str(f) for f in OutputFormat)
+    assert tuple(str(f) for f in OutputFormat) == FORMATS
     assert set(MODULES) == set(OutputFormat) == set(EXTENSIONS) == set(SHOWN)
 
 
