@@ -84,7 +84,7 @@ class AllowlistEntry:
     column: str | None = None
     expires: date | None = None
     row: int | str | None = None
-    verdict: str | None = None
+    verdict: Verdict | None = None
     _shard_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
     _column_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
@@ -410,7 +410,7 @@ def _entry(
         column=column,
         expires=expires,
         row=row,
-        verdict=verdict,
+        verdict=Verdict(verdict) if verdict is not None else None,
         _shard_re=compile_glob(shard) if shard else None,
         _column_re=compile_glob(column) if column else None,
     )
