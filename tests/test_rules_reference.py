@@ -30,7 +30,8 @@ def test_readme_table_lists_every_kind_with_its_offline_check():
 
 def test_doc_describes_each_rule_and_each_verifier_from_its_docstring():
     doc = reference.render_doc(load_ruleset())
-    assert "| `npm-access-token` | `npm` | npm access token | critical | `npm_` | `npm-checksum`: Recomputes the CRC32" in doc
+    assert ("| `npm-access-token` | `npm` | npm access token | critical | `npm_` | "
+            "`npm-checksum`: Recomputes the CRC32") in doc
     assert "| `sk-api-key` | `openai-compatible` | sk- API key (provider not recognised) (*fallback*) | high |" in doc
     assert "| `pypi-macaroon` | Decodes the macaroon" in doc
 
@@ -57,7 +58,8 @@ def test_a_new_rule_file_and_verifier_need_no_change_to_the_generator(tmp_path, 
     ruleset = load_ruleset([rule_file])
     doc = reference.render_doc(ruleset)
     assert f"## {rule_file}" in doc
-    assert "| `acme-token` | `acme` | Acme \\| token | medium | `acme_` | `acme-digit`: Checks the acme checksum digit |" in doc
+    assert ("| `acme-token` | `acme` | Acme \\| token | medium | `acme_` | `acme-digit`: Checks the acme checksum "
+            "digit |") in doc
     assert "| `acme-digit` | Checks the acme checksum digit |" in doc
     table = reference.render_table(ruleset)
     assert "| `acme` | Acme \\| token | `acme-digit` |" in table
@@ -81,6 +83,7 @@ def test_check_mode_names_the_stale_file_and_the_command(monkeypatch, tmp_path):
     monkeypatch.setattr(reference, "README", readme)
     lines: list[str] = []
     assert reference.main(["--check"], out=lines.append) == 1
-    assert lines == [f"rules.md is out of date: run {reference.COMMAND}", f"README.md is out of date: run {reference.COMMAND}"]
+    assert lines == [f"rules.md is out of date: run {reference.COMMAND}", "README.md is out of date: run "
+                                                                          f"{reference.COMMAND}"]
     assert reference.main([], out=lines.append) == 0
     assert reference.main(["--check"], out=lines.append) == 0
