@@ -1,4 +1,4 @@
-"""The report: every shard's results reconciled under a policy, and the gate decision."""
+"""The report: every shard's results reconciled under a policy, the gate decision, and the JSON document."""
 
 from __future__ import annotations
 
