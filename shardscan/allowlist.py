@@ -84,9 +84,9 @@ class AllowlistEntry:
     column: str | None = None
     expires: date | None = None
     row: int | str | None = None
-    verdict: str | None = None
-    _shard_re: re.Pattern | None = field(default=None, repr=False, compare=False)
-    _column_re: re.Pattern | None = field(default=None, repr=False, compare=False)
+    verdict: Verdict | None = None
+    _shard_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+    _column_re: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def narrowing(self) -> tuple[str | None, str | None, str | None]:
@@ -147,7 +147,7 @@ class Allowlist:
 # ---- globs ------------------------------------------------------------------------------------
 
 
-def compile_glob(pattern: str) -> re.Pattern:
+def compile_glob(pattern: str) -> re.Pattern[str]:
     """``*`` matches any run of characters (including ``/``, ``.`` and brackets), ``?`` one character.
 
     Everything else is literal, so column paths like ``conversations[12].content`` can be written
@@ -159,7 +159,7 @@ def compile_glob(pattern: str) -> re.Pattern:
     return re.compile("".join(parts), re.DOTALL)
 
 
-def _shard_matches(compiled: re.Pattern, pattern: str, shard: str) -> bool:
+def _shard_matches(compiled: re.Pattern[str], pattern: str, shard: str) -> bool:
     """A shard glob without ``/`` also matches the shard's file name, wherever the shard sits."""
     if compiled.fullmatch(shard):
         return True
@@ -197,7 +197,7 @@ _INT = "tag:yaml.org,2002:int"
 _NULL = "tag:yaml.org,2002:null"
 
 
-def _safe_name(text: str) -> str:
+def _safe_name(text: object) -> str:
     """A key name fit for an error message: short, and with long tokens masked."""
     text = mask_tokens(str(text).replace("\n", " "))
     return text if len(text) <= 40 else text[:40] + "…"
@@ -261,7 +261,8 @@ def parse_allowlist(text: str, label: str = DEFAULT_ALLOWLIST, *, secret_check: 
     if version is None:
         problems.append(f"{label}:{_line(root)}: missing 'version: {ALLOWLIST_VERSION}'")
     elif not (isinstance(version, yaml.ScalarNode) and version.tag == _INT and version.value.strip() == "1"):
-        problems.append(f"{label}:{_line(version)}: unsupported version (this shardscan reads version {ALLOWLIST_VERSION})")
+        problems.append(f"{label}:{_line(version)}: unsupported version (this shardscan reads version "
+                        f"{ALLOWLIST_VERSION})")
     entries_node = top.get("entries")
     entries: list[AllowlistEntry] = []
     if entries_node is None:
@@ -275,7 +276,7 @@ def parse_allowlist(text: str, label: str = DEFAULT_ALLOWLIST, *, secret_check: 
             entry = _entry(node, index, label, problems, secret_check)
             if entry is not None:
                 entries.append(entry)
-    seen: dict[tuple, AllowlistEntry] = {}
+    seen: dict[tuple[str, str | None, str | None, str | None], AllowlistEntry] = {}
     for entry in entries:
         key = (entry.fingerprint, *entry.narrowing)
         if key in seen:
@@ -323,7 +324,8 @@ def _entry(
         if not isinstance(value, yaml.ScalarNode) or value.tag == _NULL:
             problem(value, f"'{key}' must be a string")
             return None
-        raw = value.value
+        # A scalar node's value is its text (typed Any by the stubs).
+        raw: str = value.value
         if key == "fingerprint":
             return raw
         if not raw.strip():
@@ -408,7 +410,7 @@ def _entry(
         column=column,
         expires=expires,
         row=row,
-        verdict=verdict,
+        verdict=Verdict(verdict) if verdict is not None else None,
         _shard_re=compile_glob(shard) if shard else None,
         _column_re=compile_glob(column) if column else None,
     )
@@ -427,7 +429,7 @@ def never_matching(allowlist: Allowlist, rule_names: Iterable[str], today: date)
     out: list[str] = []
     for entry in allowlist.entries:
         where = f"{allowlist.path}:{entry.line}: entry {entry.index}"
-        if entry.is_expired(today):
+        if entry.expires is not None and entry.is_expired(today):
             out.append(f"{where}: expired on {entry.expires.isoformat()}; it no longer accepts anything")
         if entry.rule is not None and entry.rule not in names:
             out.append(f"{where}: 'rule' {entry.rule} is neither a rule id nor a kind of the active rules")
@@ -441,7 +443,7 @@ def never_matching(allowlist: Allowlist, rule_names: Iterable[str], today: date)
 
 def _covers(broad: AllowlistEntry, narrow: AllowlistEntry) -> bool:
     """True when ``broad`` accepts every finding ``narrow`` does (conservatively: equal or absent narrowing)."""
-    return all(b is None or b == n for b, n in zip(broad.narrowing, narrow.narrowing))
+    return all(b is None or b == n for b, n in zip(broad.narrowing, narrow.narrowing, strict=True))
 
 
 def shipped_allowlist() -> Path:

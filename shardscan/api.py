@@ -20,7 +20,7 @@ from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
 from shardscan.known_secrets import KIND as KNOWN_KIND
 from shardscan.known_secrets import RULE_ID as KNOWN_RULE
 from shardscan.known_secrets import KnownSecret
-from shardscan.model import ScanIssue, ShardResult
+from shardscan.model import IssueKind, ScanIssue, Severity, ShardResult
 from shardscan.policy import Policy
 from shardscan.reader import ShardRef, discover_files
 from shardscan.reconcile import apply_allowlist, apply_policy
@@ -99,15 +99,15 @@ def scan(
     shards = list(found.shards)
     if only is not None:
         shards = [s for s in shards if only(s)]
-    extra = tuple(ScanIssue(p.path, "unreadable", p.reason) for p in found.unresolved)
-    extra += tuple(ScanIssue(n.path, "not-scanned", n.reason) for n in found.not_scanned)
+    extra = tuple(ScanIssue(p.path, IssueKind.UNREADABLE, p.reason) for p in found.unresolved)
+    extra += tuple(ScanIssue(n.path, IssueKind.NOT_SCANNED, n.reason) for n in found.not_scanned)
     # Files named one by one and all excluded (a commit of excluded files only) leave nothing to do.
     only_excluded_files = bool(found.excluded) and not found.unresolved and not found.not_scanned
     if not shards and only is None and not only_excluded_files and (policy.skip_unreadable or not extra):
         # Nothing read is no evidence of anything: never a pass, even when --skip-unreadable lets
         # the paths that yielded nothing pass (otherwise they already make the scan incomplete).
         named = ", ".join(given) if given else "(no path given)"
-        extra += (ScanIssue(named, "nothing-scanned", "no file was scanned"),)
+        extra += (ScanIssue(named, IssueKind.NOTHING_SCANNED, "no file was scanned"),)
     files = FileCounts(
         scanned=len(shards),
         excluded=tuple(ExclusionCount(str(source), n) for source, n in found.excluded_by().items()),
@@ -271,7 +271,7 @@ def _finish(
 KNOWN_SECRET_RULE = RuleInfo(
     KNOWN_RULE, KNOWN_KIND, "A secret you named (--known-secrets)",
     "An occurrence, in any decoded form, of a value listed in a --known-secrets file (an environment "
-    "variable, a file's content, or a SHA-256 fingerprint).", "critical",
+    "variable, a file's content, or a SHA-256 fingerprint).", Severity.CRITICAL,
 )
 
 

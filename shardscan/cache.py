@@ -37,7 +37,7 @@ from pathlib import Path
 from shardscan import __version__
 from shardscan.engine import ScanOptions
 from shardscan.local_state import atomic_write, cache_key, seal, unseal
-from shardscan.model import CellLocation, Finding, ScanStats, ShardResult, Status, Verdict
+from shardscan.model import CellLocation, Finding, ScanStats, Severity, ShardResult, Status, Verdict
 from shardscan.reader import ShardRef
 from shardscan.ruleset import Ruleset
 
@@ -319,6 +319,7 @@ def _decode(data: dict, display: str, clock: str) -> ShardResult | None:
         values = {name: item[name] for name in _FINDING_FIELDS}
         values["encoding"] = tuple(values["encoding"])
         values["verdict"] = Verdict(values["verdict"])
+        values["severity"] = Severity(values["severity"])
         values["status"] = Status(values["status"])
         findings.append(Finding(location=CellLocation(display, loc["row"], loc["column"], loc["role"]), **values))
     return ShardResult(display, stats, tuple(findings), ())

@@ -327,7 +327,7 @@ def _emit(report: Report, outputs: list[tuple[str, Path | None]], quiet: bool, m
     allow = report.allowlist
     if allow and (allow.stale or allow.expired) and not report.policy.fail_on_stale:
         # A warning by default: say so where CI logs show it, whatever the formats were.
-        entries = ", ".join(f"entry #{e['entry']} ({e['state']}, line {e['line']})" for e in allow.stale + allow.expired)
+        entries = ", ".join(f"entry #{e.entry} ({e.state}, line {e.line})" for e in allow.stale + allow.expired)
         typer.echo(f"shardscan: warning: {allow.path}: allowlist entries that accepted nothing: {entries}; "
                    "--fail-on-stale makes them fail the gate", err=True)
 

@@ -25,7 +25,18 @@ from shardscan.errors import ShardReadError, describe_exception
 from shardscan.known_secrets import KIND as KNOWN_KIND
 from shardscan.known_secrets import RULE_ID as KNOWN_RULE
 from shardscan.known_secrets import KnownSecret, KnownSecretMatcher
-from shardscan.model import Candidate, CellLocation, Finding, ScanIssue, ScanStats, ShardResult, Verdict, Verification
+from shardscan.model import (
+    Candidate,
+    CellLocation,
+    Finding,
+    IssueKind,
+    ScanIssue,
+    ScanStats,
+    Severity,
+    ShardResult,
+    Verdict,
+    Verification,
+)
 from shardscan.prefilter import Prefilter, RuleGate, value_offsets
 from shardscan.reader import METADATA_ROW, RowGroupBatch, ShardRef, batch_from_table
 from shardscan.reader.formats import open_shard
@@ -125,7 +136,7 @@ class CellFinding:
 
     rule_id: str
     kind: str
-    severity: str
+    severity: Severity
     start: int
     end: int
     fingerprint: str
@@ -236,7 +247,7 @@ class Scanner:
         """Scan a shard's file-level key/value metadata and string statistics (reported at row -1),
         and check that its footer accounts for every byte of the file (problems are issues)."""
         checked = footer_integrity(shard, parquet)
-        issues = [ScanIssue(shard, "unreadable", f"integrity: {p.message}", p.row_group) for p in checked.problems]
+        issues = [ScanIssue(shard, IssueKind.UNREADABLE, f"integrity: {p.message}", p.row_group) for p in checked.problems]
         statistics = checked.statistics
         findings: list[Finding] = []
         stats = ScanStats()
@@ -291,7 +302,7 @@ class Scanner:
             f"of strings ({format_size(per_row)} per row); scanning a row takes about {MEMORY_PER_STRING_BYTE}x "
             f"its size, more than the memory budget of {format_size(self.options.memory_budget)} (--memory-budget)"
         )
-        return ScanIssue(shard, "limit", message, row_group=index)
+        return ScanIssue(shard, IssueKind.LIMIT, message, row_group=index)
 
     def scan_row_group(
         self, shard: ShardRef, parquet: pq.ParquetFile, index: int, timer: _Timer | None = None
@@ -326,7 +337,7 @@ class Scanner:
         except ShardReadError as err:
             if not read:
                 raise
-            issues.append(ScanIssue(shard.display, "unreadable", err.reason, row_group=index))
+            issues.append(ScanIssue(shard.display, IssueKind.UNREADABLE, err.reason, row_group=index))
         finally:
             slices.close()
         timer.add("read", t)
@@ -360,7 +371,7 @@ class Scanner:
             if item is None:
                 break
             if isinstance(item, ShardReadError):
-                issues.append(ScanIssue(shard.display, "unreadable", item.reason, row_group=item.row_group, row=item.row))
+                issues.append(ScanIssue(shard.display, IssueKind.UNREADABLE, item.reason, row_group=item.row_group, row=item.row))
                 continue
             f, i, st = self.scan_batch(item, shard.display, timer)
             findings += f
@@ -445,7 +456,7 @@ class Scanner:
                 cell_findings, limits = [], [f"internal error while scanning ({describe_exception(exc)})"]
             for location in locations:
                 for message in limits:
-                    kind = "truncated" if message.startswith(TRUNCATED_PREFIX) else "limit"
+                    kind = IssueKind.TRUNCATED if message.startswith(TRUNCATED_PREFIX) else IssueKind.LIMIT
                     issues.append(
                         ScanIssue(location.shard, kind, message, batch.index if batch.index >= 0 else None,
                                   location.row, location.column)
@@ -542,7 +553,7 @@ class Scanner:
             CellFinding(
                 rule_id=KNOWN_RULE,
                 kind=KNOWN_KIND,
-                severity="critical",
+                severity=Severity.CRITICAL,
                 start=start,
                 end=end,
                 fingerprint="sha256:" + digest,
@@ -781,7 +792,7 @@ def cap_shard_findings(findings: list[Finding], cap: int, shard: str) -> tuple[l
         )
     total = sum(f.count for f in findings)
     issue = ScanIssue(
-        shard, "truncated",
+        shard, IssueKind.TRUNCATED,
         f"{TRUNCATED_PREFIX}{len(findings)} in this shard ({total} counted), more than the cap of {cap} per shard "
         f"(--max-findings-per-shard, and the memory budget): {len(rest)} aggregated by rule, verdict and column "
         f"into {len(aggregates)} finding(s) with a count",

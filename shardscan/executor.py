@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from shardscan.engine import Scanner, _Timer, cap_shard_findings
 from shardscan.errors import ShardReadError, describe_exception
 from shardscan.filescan import FILE_SCANNERS
-from shardscan.model import Finding, ScanIssue, ScanStats, ShardResult
+from shardscan.model import Finding, IssueKind, ScanIssue, ScanStats, ShardResult
 from shardscan.reader import ShardRef
 from shardscan.reader.lfs import lfs_pointer_reason
 from shardscan.reader.parquet import open_parquet
@@ -94,7 +94,7 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
     started = time.perf_counter()
     # A Git LFS pointer checked out in place of the shard must fail loudly, never scan "clean".
     if (reason := lfs_pointer_reason(shard)) is not None:
-        return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", reason),
+        return ShardPlan(shard, issue=ScanIssue(shard.display, IssueKind.UNREADABLE, reason),
                          seconds=time.perf_counter() - started)
     if shard.format != "parquet":
         # Compressed JSON Lines, Arrow IPC streams, text files and tar archives cannot be split:
@@ -104,10 +104,10 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
         parquet = open_parquet(shard)
         count = parquet.metadata.num_row_groups
     except ShardReadError as err:
-        return ShardPlan(shard, issue=ScanIssue(shard.display, "unreadable", err.reason),
+        return ShardPlan(shard, issue=ScanIssue(shard.display, IssueKind.UNREADABLE, err.reason),
                          seconds=time.perf_counter() - started)
     except Exception as exc:  # a footer that parses but cannot be walked
-        issue = ScanIssue(shard.display, "unreadable", f"not a readable Parquet file ({describe_exception(exc)})")
+        issue = ScanIssue(shard.display, IssueKind.UNREADABLE, f"not a readable Parquet file ({describe_exception(exc)})")
         return ShardPlan(shard, issue=issue, seconds=time.perf_counter() - started)
     # The footer item always runs: besides key/value metadata it checks the file's layout and scans
     # the column statistics.
@@ -158,11 +158,11 @@ def scan_item(scanner: Scanner, item: WorkItem, footers: FooterCache | None = No
         else:
             findings, issues, stats = scanner.scan_row_group(shard, parquet, item.row_group, timer)
     except ShardReadError as err:
-        issue = ScanIssue(shard.display, "unreadable", err.reason, row_group=row_group)
+        issue = ScanIssue(shard.display, IssueKind.UNREADABLE, err.reason, row_group=row_group)
         return ItemResult(item, issues=(issue,), stats=ScanStats(seconds=time.perf_counter() - started),
                           timings=tuple(sorted(timer.totals.items())))
     except Exception as exc:  # fail closed: an engine bug makes the item incomplete, not the run a crash
-        issue = ScanIssue(shard.display, "unreadable", f"internal error ({describe_exception(exc)})", row_group)
+        issue = ScanIssue(shard.display, IssueKind.UNREADABLE, f"internal error ({describe_exception(exc)})", row_group)
         return ItemResult(item, issues=(issue,), stats=ScanStats(seconds=time.perf_counter() - started))
     stats = replace(stats, seconds=time.perf_counter() - started)
     return ItemResult(item, tuple(findings), tuple(issues), stats, tuple(sorted(timer.totals.items())))
@@ -421,7 +421,7 @@ class _WorkerPool:
 def _died(item: WorkItem) -> ItemResult:
     row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
     reason = "worker process died while scanning (out of memory or a crash in a native library)"
-    return ItemResult(item, issues=(ScanIssue(item.shard.display, "unreadable", reason, row_group),))
+    return ItemResult(item, issues=(ScanIssue(item.shard.display, IssueKind.UNREADABLE, reason, row_group),))
 
 
 def scan_shards(

@@ -38,7 +38,7 @@ import pyarrow.csv as pacsv
 
 from shardscan.engine import Scanner, _Timer
 from shardscan.errors import ShardReadError, describe_exception
-from shardscan.model import Finding, ScanIssue, ScanStats
+from shardscan.model import Finding, IssueKind, ScanIssue, ScanStats
 from shardscan.reader.cells import LeafCells
 from shardscan.reader.discovery import NotScanned, classify, format_by_suffix
 from shardscan.reader.exclude import compile_patterns, default_exclusion, matches
@@ -272,7 +272,7 @@ def _chunks(stream: pa.NativeFile, shard: ShardRef, issues: list[ScanIssue]) -> 
             while chunk := stream.read(READ_BYTES):
                 yield chunk
     except Exception as exc:  # decompression or I/O failure part-way: what was read is still scanned
-        issues.append(ScanIssue(shard.display, "unreadable", f"read failed ({describe_exception(exc)})"))
+        issues.append(ScanIssue(shard.display, IssueKind.UNREADABLE, f"read failed ({describe_exception(exc)})"))
 
 
 def _scan_cells(
@@ -383,7 +383,7 @@ def scan_tar_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None
     stats = ScanStats()
     if shard.display.count("!/") >= MAX_ARCHIVE_DEPTH:
         reason = f"archive nested {MAX_ARCHIVE_DEPTH} levels deep inside other archives: not read"
-        return [], [ScanIssue(shard.display, "limit", reason)], stats
+        return [], [ScanIssue(shard.display, IssueKind.LIMIT, reason)], stats
     patterns = compile_patterns(list(shard.exclude))
     members = 0
     with tempfile.TemporaryDirectory(prefix="shardscan-tar-") as folder, shard.open_stream() as stream:
@@ -396,14 +396,14 @@ def scan_tar_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None
                 name = _UNSAFE_NAME.sub("?", member.name.lstrip("/"))
                 display = f"{shard.display}!/{name}"
                 if members > MAX_MEMBERS:
-                    issues.append(ScanIssue(shard.display, "limit",
+                    issues.append(ScanIssue(shard.display, IssueKind.LIMIT,
                                             f"more than {MAX_MEMBERS} members: the rest of the archive is not read"))
                     break
                 if default_exclusion(name) is not None or matches(patterns, name):
                     stats += ScanStats(excluded_members=1)
                     continue
                 if member.size > MAX_MEMBER_BYTES:
-                    issues.append(ScanIssue(display, "limit", f"member of {member.size} bytes is over the "
+                    issues.append(ScanIssue(display, IssueKind.LIMIT, f"member of {member.size} bytes is over the "
                                             f"{MAX_MEMBER_BYTES >> 30} GiB member limit: not read"))
                     continue
                 f, i, s = _scan_member(scanner, archive, member, display, folder, shard)
@@ -412,7 +412,7 @@ def scan_tar_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None
                 stats += s
             archive.close()
         except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-            issues.append(ScanIssue(shard.display, "unreadable",
+            issues.append(ScanIssue(shard.display, IssueKind.UNREADABLE,
                                     f"not a readable tar archive ({describe_exception(exc)})"))
     return sorted(findings, key=Finding.sort_key), issues, stats
 
@@ -430,7 +430,7 @@ def _scan_member(
         ref = ShardRef(display=display, path=path, format=format_by_suffix(member.name), exclude=shard.exclude)
         classified = classify(ref)
         if isinstance(classified, NotScanned):
-            return [], [ScanIssue(display, "not-scanned", classified.reason)], ScanStats()
+            return [], [ScanIssue(display, IssueKind.NOT_SCANNED, classified.reason)], ScanStats()
         result = scanner.scan_shard(classified)
     finally:
         os.unlink(path)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from operator import attrgetter
+from typing import TypeVar
+
+_Class = TypeVar("_Class", bound=type)
 
 
-def pickled_by_position(cls: type) -> type:
+def pickled_by_position(cls: _Class) -> _Class:
     """Pickle (and copy) a frozen slotted dataclass as its constructor's arguments.
 
     Findings cross from worker processes to the parent by the thousand. The pickling dataclasses
@@ -19,7 +22,8 @@ def pickled_by_position(cls: type) -> type:
     def __reduce__(self: object) -> tuple[type, tuple[object, ...]]:
         return cls, values(self)
 
-    cls.__reduce__ = __reduce__  # type: ignore[method-assign]
+    # Replacing a method on the class is the point; its signature differs from object's only in self.
+    cls.__reduce__ = __reduce__  # type: ignore[method-assign,assignment]
     return cls
 
 
@@ -45,6 +49,32 @@ class Status(StrEnum):
 
     NEW = "new"
     ALLOWLISTED = "allowlisted"
+
+
+class Severity(StrEnum):
+    """How much a finding matters, most severe first (rules set it; verification may adjust it)."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+
+class IssueKind(StrEnum):
+    """Why part of a scan is incomplete; every kind but ``truncated`` means data was not fully read."""
+
+    # Data that could not be read (a corrupt page, a missing path, a failed worker).
+    UNREADABLE = "unreadable"
+    # A bound was hit (cell size, regex time, decode budget): the data was read but not fully scanned.
+    LIMIT = "limit"
+    # Findings over a cap were aggregated: every cell was read, but not every finding is listed
+    # (``--allow-truncated-findings`` lets it pass).
+    TRUNCATED = "truncated"
+    # A file under the scanned paths that is not a format shardscan reads (an image, model weights).
+    NOT_SCANNED = "not-scanned"
+    # The paths given matched no file at all: an empty scan certifies nothing.
+    NOTHING_SCANNED = "nothing-scanned"
 
 
 
@@ -80,7 +110,7 @@ class Verification:
     canonical: str | None = field(default=None, repr=False, compare=False)
     # A severity above the rule's, when what the verifier read grants more than the kind usually
     # does (a JWT whose role is service_role). Applies only under the verdict given with it.
-    severity: str | None = None
+    severity: Severity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +149,7 @@ class Finding:
 
     rule_id: str
     kind: str
-    severity: str
+    severity: Severity
     location: CellLocation
     start: int
     end: int
@@ -140,7 +170,7 @@ class Finding:
     # the rest were aggregated into it. Its span then covers the first to the last of them.
     count: int = 1
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, str, int, int, str]:
         """Stable report order: shard, row, column, offset, rule."""
         loc = self.location
         return (loc.shard, loc.row, loc.column, self.start, self.end, self.rule_id)
@@ -151,13 +181,17 @@ class ScanIssue:
     """A problem that made part of the scan incomplete (unreadable data or a limit hit)."""
 
     shard: str
-    # "unreadable" | "limit" | "truncated" (findings over a cap were aggregated: every cell was
-    # read, but not every finding is listed; ``--allow-truncated-findings`` lets it pass)
-    kind: str
+    kind: IssueKind
     message: str
     row_group: int | None = None
     row: int | None = None
     column: str | None = None
+
+    def __post_init__(self) -> None:
+        # A kind given as its text (a cache entry, a hand-built issue) becomes the member, and an
+        # unknown kind fails here rather than being rendered as something no reporter handles.
+        if type(self.kind) is not IssueKind:
+            object.__setattr__(self, "kind", IssueKind(self.kind))
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ class Policy:
             return False
         return self.strict or finding.verdict in self.blocking_verdicts
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """The ``policy`` block of reports, so a reader knows why the gate passed or failed."""
         return {
             "blocking_verdicts": [str(v) for v in (tuple(Verdict) if self.strict else self.blocking_verdicts)],

@@ -8,7 +8,7 @@ from datetime import date
 from shardscan.allowlist import Allowlist, AllowlistEntry
 from shardscan.model import AllowlistRef, Finding, ShardResult, Status
 from shardscan.policy import Policy
-from shardscan.report import AllowlistSummary
+from shardscan.report import AllowlistSummary, EntryState, ReconciledEntry
 
 
 def apply_allowlist(
@@ -43,14 +43,16 @@ def apply_allowlist(
         return replace(finding, status=Status.ALLOWLISTED, allowlist=ref)
 
     out = [replace(r, findings=tuple(reconcile(f) for f in r.findings)) for r in results]
-    matched, stale, expired = [], [], []
+    matched: list[ReconciledEntry] = []
+    stale: list[ReconciledEntry] = []
+    expired: list[ReconciledEntry] = []
     for entry in allowlist.entries:
         if entry.is_expired(today):
-            expired.append({**entry.to_dict(), "state": "expired", "findings": would_hit.get(entry.index, 0)})
+            expired.append(_reconciled(entry, EntryState.EXPIRED, would_hit.get(entry.index, 0)))
         elif entry.index in hits:
-            matched.append({**entry.to_dict(), "state": "matched", "findings": hits[entry.index]})
+            matched.append(_reconciled(entry, EntryState.MATCHED, hits[entry.index]))
         else:
-            stale.append({**entry.to_dict(), "state": "stale", "findings": 0})
+            stale.append(_reconciled(entry, EntryState.STALE, 0))
     summary = AllowlistSummary(
         path=allowlist.path,
         entries=len(allowlist.entries),
@@ -59,6 +61,25 @@ def apply_allowlist(
         expired=tuple(expired),
     )
     return out, summary
+
+
+def _reconciled(entry: AllowlistEntry, state: EntryState, findings: int) -> ReconciledEntry:
+    """The entry as reports list it (metadata only), in ``state`` with the findings it matched."""
+    return ReconciledEntry(
+        entry=entry.index,
+        line=entry.line,
+        fingerprint=entry.fingerprint,
+        rule=entry.rule,
+        shard=entry.shard,
+        column=entry.column,
+        reason=entry.reason,
+        reviewer=entry.reviewer,
+        reviewed=entry.reviewed.isoformat(),
+        expires=entry.expires.isoformat() if entry.expires else None,
+        row=entry.row,
+        state=state,
+        findings=findings,
+    )
 
 
 def apply_policy(results: list[ShardResult], policy: Policy) -> list[ShardResult]:

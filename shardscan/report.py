@@ -1,15 +1,24 @@
-"""The report: every shard's results reconciled under a policy, and the gate decision."""
+"""The report: every shard's results reconciled under a policy, the gate decision, and the JSON document."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
+from typing import Any
 
 from shardscan import __version__
-from shardscan.model import Finding, NotScanned, ScanIssue, ScanStats, ShardResult
+from shardscan.model import Finding, IssueKind, NotScanned, ScanIssue, ScanStats, Severity, ShardResult, Status, Verdict
 from shardscan.policy import EXIT_BLOCKING, EXIT_CLEAN, EXIT_INCOMPLETE, GateDecision, Policy
+from shardscan.pretty_json import pretty_json
 
 REPORT_VERSION = 1
+
+# JSON-shaped data: what the report's document and its parts are made of.
+JsonObject = dict[str, Any]
+
+VERDICTS: tuple[str, ...] = tuple(str(v) for v in Verdict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,15 +32,61 @@ class ShardSummary:
     issues: int
 
 
+class EntryState(StrEnum):
+    """What reconciliation made of one allowlist entry."""
+
+    MATCHED = "matched"  # unexpired, and accepted at least one finding
+    STALE = "stale"  # unexpired, and matched nothing: the secret it accepted is gone
+    EXPIRED = "expired"  # past its ``expires`` date: accepts nothing, whatever it matches
+
+
+@dataclass(frozen=True, slots=True)
+class ReconciledEntry:
+    """One allowlist entry as reports list it (metadata only: the file never holds a secret), with
+    its state and the number of findings it matched (would have matched, when expired)."""
+
+    entry: int
+    line: int
+    fingerprint: str
+    rule: str | None
+    shard: str | None
+    column: str | None
+    reason: str
+    reviewer: str
+    reviewed: str
+    expires: str | None
+    row: int | str | None
+    state: EntryState
+    findings: int
+
+    def to_dict(self) -> JsonObject:
+        """The entry as the JSON report spells it (keys in contract order)."""
+        return {
+            "entry": self.entry,
+            "line": self.line,
+            "fingerprint": self.fingerprint,
+            "rule": self.rule,
+            "shard": self.shard,
+            "column": self.column,
+            "reason": self.reason,
+            "reviewer": self.reviewer,
+            "reviewed": self.reviewed,
+            "expires": self.expires,
+            "row": self.row,
+            "state": str(self.state),
+            "findings": self.findings,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class AllowlistSummary:
     """Allowlist reconciliation: which entries matched, which are stale or expired."""
 
     path: str | None
     entries: int = 0
-    matched: tuple[dict, ...] = ()
-    stale: tuple[dict, ...] = ()
-    expired: tuple[dict, ...] = ()
+    matched: tuple[ReconciledEntry, ...] = ()
+    stale: tuple[ReconciledEntry, ...] = ()
+    expired: tuple[ReconciledEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +118,7 @@ class RuleInfo:
     kind: str
     name: str
     description: str
-    severity: str
+    severity: Severity
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,21 +187,19 @@ class Report:
 
     def to_json(self) -> str:
         """The versioned JSON report (the same document as ``--format json``)."""
-        from shardscan.reporters.json_report import render
-
-        return render(self)
+        return pretty_json(report_dict(self)) + "\n"
 
     @property
     def unreadable(self) -> tuple[ScanIssue, ...]:
         """Issues that mean part of the data was not read."""
-        return tuple(i for i in self.issues if i.kind == "unreadable")
+        return tuple(i for i in self.issues if i.kind == IssueKind.UNREADABLE)
 
     @property
     def decision(self) -> GateDecision:
         """Exit 3 when the scan is incomplete (it cannot certify what it did not read), else 1 on
         blocking findings (or stale allowlist entries under ``--fail-on-stale``), else 0."""
-        limits = [i for i in self.issues if i.kind != "unreadable"
-                  and not (i.kind == "truncated" and self.policy.allow_truncated_findings)]
+        limits = [i for i in self.issues if i.kind != IssueKind.UNREADABLE
+                  and not (i.kind == IssueKind.TRUNCATED and self.policy.allow_truncated_findings)]
         incomplete = limits + ([] if self.policy.skip_unreadable else list(self.unreadable))
         if incomplete:
             shards = sorted({i.shard for i in incomplete})
@@ -226,3 +279,217 @@ def build_report(
         files=None if files is None else replace(files, excluded_members=stats.excluded_members),
         known_secrets=tuple(known_secrets),
     )
+
+
+# ---- the numbers every format carries, and the JSON document ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ShardRow:
+    """One line of a per-shard summary, including shards known only from an error (e.g. a missing path)."""
+
+    shard: str
+    rows: int
+    row_groups: int
+    cells: int
+    bytes: int
+    findings: int
+    blocking: int
+    allowlisted: int
+    by_verdict: dict[str, int]
+    issues: tuple[ScanIssue, ...]
+
+    @property
+    def unreadable(self) -> bool:
+        """True when part of the shard could not be read."""
+        return any(i.kind == IssueKind.UNREADABLE for i in self.issues)
+
+    @property
+    def failed(self) -> bool:
+        """True when this shard alone would fail the gate: blocking findings or an incomplete read."""
+        return self.blocking > 0 or bool(self.issues)
+
+
+def verdict_counts(findings: tuple[Finding, ...] | list[Finding]) -> dict[str, int]:
+    """Findings per verdict, every verdict present (zeros included), in the Verdict enum's order."""
+    counts = Counter(str(f.verdict) for f in findings)
+    return {v: counts.get(v, 0) for v in VERDICTS}
+
+
+def shard_rows(report: Report) -> list[ShardRow]:
+    """Per-shard numbers in shard order; a path that produced only an error gets a zero row."""
+    findings: dict[str, list[Finding]] = {}
+    for f in report.findings:
+        findings.setdefault(f.location.shard, []).append(f)
+    issues: dict[str, list[ScanIssue]] = {}
+    for i in report.issues:
+        issues.setdefault(i.shard, []).append(i)
+    rows: list[ShardRow] = []
+    known: set[str] = set()
+    for s in report.shards:
+        known.add(s.shard)
+        fs = findings.get(s.shard, [])
+        rows.append(
+            ShardRow(
+                shard=s.shard, rows=s.stats.rows, row_groups=s.stats.row_groups, cells=s.stats.cells,
+                bytes=s.stats.bytes, findings=len(fs), blocking=sum(1 for f in fs if f.blocking),
+                allowlisted=sum(1 for f in fs if f.status == Status.ALLOWLISTED), by_verdict=verdict_counts(fs),
+                issues=tuple(issues.get(s.shard, ())),
+            )
+        )
+    for shard in sorted((set(issues) | set(findings)) - known):
+        # Known only from an error (a path that matched nothing) or, for a hand-built report, a finding.
+        fs = findings.get(shard, [])
+        rows.append(
+            ShardRow(
+                shard, 0, 0, 0, 0, len(fs), sum(1 for f in fs if f.blocking),
+                sum(1 for f in fs if f.status == Status.ALLOWLISTED), verdict_counts(fs), tuple(issues.get(shard, ())),
+            )
+        )
+    return sorted(rows, key=lambda r: r.shard)
+
+
+def summary_numbers(report: Report) -> JsonObject:
+    """The headline numbers every format carries (a test checks they agree across formats)."""
+    return {
+        "shards": report.stats.shards,
+        "findings": len(report.findings),
+        "blocking": len(report.blocking),
+        "allowlisted": sum(1 for f in report.findings if f.status == Status.ALLOWLISTED),
+        "errors": len(report.issues),
+        "by_verdict": verdict_counts(report.findings),
+    }
+
+
+def files_dict(report: Report) -> JsonObject | None:
+    """What became of every file under the scanned paths, as plain data (None for in-memory scans)."""
+    files = report.files
+    if files is None:
+        return None
+    return {
+        "scanned": files.scanned,
+        "excluded": files.excluded_total,
+        "excluded_by": {e.source: e.count for e in files.excluded},
+        "not_scanned": [{"path": n.path, "reason": n.reason, "size": n.size} for n in files.not_scanned],
+        "excluded_archive_members": files.excluded_members,
+    }
+
+
+def finding_dict(finding: Finding) -> JsonObject:
+    """One finding as the JSON contract spells it."""
+    loc = finding.location
+    allow = finding.allowlist
+    entry = {
+        "rule_id": finding.rule_id,
+        "kind": finding.kind,
+        "severity": str(finding.severity),
+        "shard": loc.shard,
+        "row": loc.row,
+        "column": loc.column,
+        "role": loc.role,
+        "start": finding.start,
+        "end": finding.end,
+        "encoding": list(finding.encoding),
+        "fingerprint": finding.fingerprint,
+        "preview": finding.preview,
+        "verdict": str(finding.verdict),
+        "detail": finding.detail,
+        "blocking": finding.blocking,
+        "status": str(finding.status),
+        "allowlist": (
+            {"entry": allow.entry, "reason": allow.reason, "reviewer": allow.reviewer, "reviewed": allow.reviewed}
+            if allow
+            else None
+        ),
+        "context": finding.context,
+    }
+    if finding.count > 1:  # findings over a cap aggregated into this one (absent: 1)
+        entry["count"] = finding.count
+    return entry
+
+
+def issue_dict(issue: ScanIssue) -> JsonObject:
+    """One scan issue (unreadable data or a limit hit)."""
+    return {
+        "shard": issue.shard,
+        "kind": str(issue.kind),
+        "row_group": issue.row_group,
+        "row": issue.row,
+        "column": issue.column,
+        "message": issue.message,
+    }
+
+
+def report_dict(report: Report) -> JsonObject:
+    """The whole report as plain data (used by the JSON, JSONL and other machine formats)."""
+    stats = report.stats
+    decision = report.decision
+    allowlist = report.allowlist
+    per_shard = {row.shard: row for row in shard_rows(report)}
+    return _with_files({
+        "version": REPORT_VERSION,
+        "tool": {"name": "shardscan", "version": report.tool_version, "ruleset": report.ruleset_digest},
+        "scanned_at": report.scanned_at.isoformat(timespec="seconds"),
+        "scanned": {
+            "shards": stats.shards,
+            "row_groups": stats.row_groups,
+            "rows": stats.rows,
+            "cells": stats.cells,
+            "bytes": stats.bytes,
+            "candidate_cells": stats.candidate_cells,
+            "seconds": round(stats.seconds, 3),
+        },
+        "summary": summary_numbers(report),
+        "kinds": list(report.kinds),
+        "rules": [
+            {"id": r.id, "kind": r.kind, "name": r.name, "severity": str(r.severity), "description": r.description}
+            for r in report.rules
+        ],
+        "policy": report.policy.to_dict(),
+        "gate": {"passed": decision.passed, "exit_code": decision.exit_code, "reason": decision.reason},
+        "findings": [finding_dict(f) for f in report.findings],
+        "known_secrets": [
+            {"entry": k.label, "cells_searched": k.cells, "occurrences": k.occurrences, "statement": k.sentence}
+            for k in report.known_secrets
+        ],
+        "errors": [issue_dict(i) for i in report.issues],
+        "allowlist": (
+            {
+                "path": allowlist.path,
+                "entries": allowlist.entries,
+                "matched": [e.to_dict() for e in allowlist.matched],
+                "stale": [e.to_dict() for e in allowlist.stale],
+                "expired": [e.to_dict() for e in allowlist.expired],
+            }
+            if allowlist
+            else None
+        ),
+        "shards": [
+            {
+                "shard": s.shard,
+                "rows": s.stats.rows,
+                "row_groups": s.stats.row_groups,
+                "cells": s.stats.cells,
+                "bytes": s.stats.bytes,
+                "findings": s.findings,
+                "blocking": s.blocking,
+                "allowlisted": per_shard[s.shard].allowlisted,
+                "by_verdict": per_shard[s.shard].by_verdict,
+                "errors": s.issues,
+            }
+            for s in report.shards
+        ],
+    }, report)
+
+
+def _with_files(data: JsonObject, report: Report) -> JsonObject:
+    """Add ``files`` (scanned / excluded / not scanned) after ``scanned``, for scans of files."""
+    files = files_dict(report)
+    if files is None:
+        return data
+    out: JsonObject = {}
+    for key, value in data.items():
+        out[key] = value
+        if key == "scanned":
+            out["files"] = files
+    return out

@@ -1,16 +1,16 @@
 """Reported severity: the rule's severity, adjusted by what verification learnt.
 
-| verdict      | reported severity                                   | why |
-|--------------|-----------------------------------------------------|-----|
-| `valid`      | the rule's severity                                 | structurally a real credential |
-| `unverified` | the rule's severity                                 | no offline proof either way: assume the worst |
-| `encrypted`  | one step below the rule's (critical → high)         | usable only with the passphrase, which may be weak or nearby |
-| `expired`    | `low`                                               | no longer accepted, but it reveals an issuer, audience and account |
-| `invalid`    | `low`                                               | fails a hard check: invented or mangled |
-| `example`    | `info`                                              | a published documentation value |
-| `redacted`   | `info`                                              | the body is elided or a placeholder |
-| `test-mode`  | `low`                                               | a real test-mode or publishable key: no live data or money |
-| `local-only` | `low`                                               | a real credential for a service reachable only inside the sandbox |
+| verdict | reported severity | why |
+|---|---|---|
+| `valid` | the rule's severity | structurally a real credential |
+| `unverified` | the rule's severity | no offline proof either way: assume the worst |
+| `encrypted` | one step below the rule's (critical → high) | usable only with the passphrase, maybe weak or nearby |
+| `expired` | `low` | no longer accepted, but it reveals an issuer, audience and account |
+| `invalid` | `low` | fails a hard check: invented or mangled |
+| `example` | `info` | a published documentation value |
+| `redacted` | `info` | the body is elided or a placeholder |
+| `test-mode` | `low` | a real test-mode or publishable key: no live data or money |
+| `local-only` | `low` | a real credential for a service reachable only inside the sandbox |
 
 Kind enters through the rule's severity (``rules/*.yaml``), which is set per credential type: a
 GitHub App installation token is `high` because it lives an hour, a classic PAT `critical`, an
@@ -19,20 +19,20 @@ AWS key ID alone `high` and its secret key `critical`.
 
 from __future__ import annotations
 
-from shardscan.model import Verdict
+from shardscan.model import Severity, Verdict
 
-_ORDER = ("critical", "high", "medium", "low", "info")
-_FIXED = {
-    Verdict.EXPIRED: "low",
-    Verdict.INVALID: "low",
-    Verdict.EXAMPLE: "info",
-    Verdict.REDACTED: "info",
-    Verdict.TEST_MODE: "low",
-    Verdict.LOCAL_ONLY: "low",
+_ORDER: tuple[Severity, ...] = tuple(Severity)
+_FIXED: dict[Verdict, Severity] = {
+    Verdict.EXPIRED: Severity.LOW,
+    Verdict.INVALID: Severity.LOW,
+    Verdict.EXAMPLE: Severity.INFO,
+    Verdict.REDACTED: Severity.INFO,
+    Verdict.TEST_MODE: Severity.LOW,
+    Verdict.LOCAL_ONLY: Severity.LOW,
 }
 
 
-def derive_severity(rule_severity: str, verdict: Verdict) -> str:
+def derive_severity(rule_severity: Severity, verdict: Verdict) -> Severity:
     """The severity to report for a finding of a rule of ``rule_severity`` whose verification gave ``verdict``."""
     if verdict in _FIXED:
         return _FIXED[verdict]

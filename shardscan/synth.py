@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from shardscan.verifiers.age import bech32_polymod
+from shardscan.verifiers.aws import account_id
 
 ALNUM = string.ascii_letters + string.digits
 BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
@@ -106,8 +107,6 @@ def huggingface_token(rng: random.Random, prefix: str = "hf_") -> str:
 def aws_key_id(rng: random.Random, prefix: str = "AKIA") -> str:
     """An AWS access key ID: a 4-letter prefix and 16 base32 characters (encoding, like an issued
     key, an account ID of at most 12 digits)."""
-    from shardscan.verifiers.aws import account_id
-
     while True:
         key = prefix + _chars(rng, BASE32, 16)
         if len(account_id(key) or "") <= 12:
@@ -131,20 +130,20 @@ def private_key_pem(kind: str = "rsa", seed: int = 0) -> str:
     enc = serialization.Encoding.PEM
     none = serialization.NoEncryption()
     if kind in ("rsa", "rsa-pkcs1"):
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        data = key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
+        rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        data = rsa_key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
     elif kind in ("rsa-pkcs8", "pkcs8"):
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        data = key.private_bytes(enc, serialization.PrivateFormat.PKCS8, none)
+        rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        data = rsa_key.private_bytes(enc, serialization.PrivateFormat.PKCS8, none)
     elif kind == "ec":
-        key = ec.generate_private_key(ec.SECP256R1())
-        data = key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
+        ec_key = ec.generate_private_key(ec.SECP256R1())
+        data = ec_key.private_bytes(enc, serialization.PrivateFormat.TraditionalOpenSSL, none)
     elif kind in ("ed25519", "openssh"):
-        key = ed25519.Ed25519PrivateKey.generate()
-        data = key.private_bytes(enc, serialization.PrivateFormat.OpenSSH, none)
+        ed_key = ed25519.Ed25519PrivateKey.generate()
+        data = ed_key.private_bytes(enc, serialization.PrivateFormat.OpenSSH, none)
     elif kind == "encrypted":
-        key = ec.generate_private_key(ec.SECP256R1())
-        data = key.private_bytes(
+        ec_key = ec.generate_private_key(ec.SECP256R1())
+        data = ec_key.private_bytes(
             enc, serialization.PrivateFormat.PKCS8, serialization.BestAvailableEncryption(b"correct horse")
         )
     else:
@@ -287,7 +286,8 @@ def onepassword_service_account(rng: random.Random, arg: str = "") -> str:
     (``broken``: the record cut in half)."""
     record = {
         "signInAddress": "my.1password.com",
-        "userAuth": {"method": "SRPg-4096", "alg": "PBES2g-HS256", "iterations": 650000, "salt": _chars(rng, B64URL, 22)},
+        "userAuth": {"method": "SRPg-4096", "alg": "PBES2g-HS256", "iterations": 650000,
+                     "salt": _chars(rng, B64URL, 22)},
         "email": _chars(rng, string.ascii_lowercase, 12) + "@1passwordserviceaccounts.com",
         "srpX": _chars(rng, "0123456789abcdef", 64),
         "muk": {"alg": "A256GCM", "ext": True, "k": _chars(rng, B64URL, 43), "key_ops": ["encrypt", "decrypt"],
@@ -408,9 +408,11 @@ def slack_token(rng: random.Random, kind: str = "bot") -> str:
     """A Slack token or webhook path of the documented shapes (``bot``, ``user``, ``app``, ``config``, ``webhook``)."""
     team = _chars(rng, string.digits, 12)
     if kind == "user":
-        return f"xoxp-{team}-{_chars(rng, string.digits, 12)}-{_chars(rng, string.digits, 13)}-{_chars(rng, '0123456789abcdef', 32)}"
+        return (f"xoxp-{team}-{_chars(rng, string.digits, 12)}-{_chars(rng, string.digits, 13)}-"
+                f"{_chars(rng, '0123456789abcdef', 32)}")
     if kind == "app":
-        return f"xapp-1-A{_chars(rng, string.ascii_uppercase + string.digits, 10)}-{_chars(rng, string.digits, 13)}-{_chars(rng, '0123456789abcdef', 64)}"
+        return (f"xapp-1-A{_chars(rng, string.ascii_uppercase + string.digits, 10)}-{_chars(rng, string.digits, 13)}-"
+                f"{_chars(rng, '0123456789abcdef', 64)}")
     if kind == "config":
         return "xoxe.xoxp-1-" + _mixed(rng, 166)
     if kind == "webhook":
@@ -442,8 +444,8 @@ GENERATORS.update({
     "slack": lambda rng, arg: slack_token(rng, arg or "bot"),
     "sentry": lambda rng, arg: sentry_org_token(rng, arg),
     "grafana_cloud": lambda rng, arg: grafana_cloud_token(rng),
-    "jwt_role": lambda rng, arg: jwt(rng, exp=4_102_444_800, iss="supabase", ref=_chars(rng, string.ascii_lowercase, 20),
-                                     role=arg or "service_role"),
+    "jwt_role": lambda rng, arg: jwt(rng, exp=4_102_444_800, iss="supabase",
+                                     ref=_chars(rng, string.ascii_lowercase, 20), role=arg or "service_role"),
     "upper_hex": lambda rng, arg: _chars(rng, "0123456789ABCDEF", int(arg or 32)),
     "upper_alnum": lambda rng, arg: _chars(rng, string.ascii_uppercase + string.digits, int(arg or 27)),
 })
@@ -459,7 +461,8 @@ def password(rng: random.Random, n: int = 16) -> str:
 
 
 def basic_credentials(rng: random.Random, user: str = "deploy") -> str:
-    """Base64 of ``user:<generated password>``, as an ``Authorization: Basic`` header or a Docker ``auth`` field holds it."""
+    """Base64 of ``user:<generated password>``, as an ``Authorization: Basic`` header or a Docker
+    ``auth`` field holds it."""
     return base64.b64encode(f"{user or 'deploy'}:{password(rng)}".encode()).decode()
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from shardscan.model import AllowlistRef, CellLocation, Finding, ScanIssue, ScanStats, Status, Verdict
 from shardscan.policy import Policy
-from shardscan.report import AllowlistSummary, Report, RuleInfo, ShardSummary
+from shardscan.report import AllowlistSummary, EntryState, ReconciledEntry, Report, RuleInfo, ShardSummary
 
 SCANNED_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -74,21 +74,21 @@ ISSUES = (
 )
 
 
-def _entry(index: int, line: int, fp: str, state: str, findings: int, **fields: object) -> dict:
-    """An allowlist entry as ``shardscan.allowlist.AllowlistEntry.to_dict`` plus its reconciled state."""
-    entry = {"entry": index, "line": line, "fingerprint": "sha256:" + fp * 32, "rule": None, "shard": None,
-             "column": None, "reason": "", "reviewer": "dana", "reviewed": "2026-11-30", "expires": None,
-             "row": None}
-    return {**entry, **fields, "state": state, "findings": findings}
+def _entry(index: int, line: int, fp: str, state: EntryState, findings: int, **fields: str) -> ReconciledEntry:
+    """An allowlist entry as reconciliation lists it, in ``state``."""
+    entry = ReconciledEntry(entry=index, line=line, fingerprint="sha256:" + fp * 32, rule=None, shard=None,
+                            column=None, reason="", reviewer="dana", reviewed="2026-11-30", expires=None,
+                            row=None, state=state, findings=findings)
+    return replace(entry, **fields)
 
 
 ALLOWLIST = AllowlistSummary(
     path="allowlist.yaml",
     entries=3,
-    matched=(_entry(1, 10, "04", "matched", 1, rule="jwt", reason=ALLOW_REF.reason),),
-    stale=(_entry(2, 17, "ab", "stale", 0, rule="github-pat", shard=SHARD_CLEAN,
+    matched=(_entry(1, 10, "04", EntryState.MATCHED, 1, rule="jwt", reason=ALLOW_REF.reason),),
+    stale=(_entry(2, 17, "ab", EntryState.STALE, 0, rule="github-pat", shard=SHARD_CLEAN,
                   reason="rotated token from the 2025 release"),),
-    expired=(_entry(3, 24, "cd", "expired", 1, rule="jwt", expires="2026-06-30",
+    expired=(_entry(3, 24, "cd", EntryState.EXPIRED, 1, rule="jwt", expires="2026-06-30",
                     reason="temporary exception until re-scrape"),),
 )
 

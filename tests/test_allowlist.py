@@ -79,7 +79,7 @@ def test_fingerprint_entry_follows_the_secret_across_shards_and_resharding(tmp_p
     )
     assert not accepted.blocking
     assert [f.blocking for f in report.findings if f.status == Status.NEW] == [True]
-    assert [(e["entry"], e["findings"]) for e in report.allowlist.matched] == [(1, 1)]
+    assert [(e.entry, e.findings) for e in report.allowlist.matched] == [(1, 1)]
     assert report.allowlist.stale == () and report.allowlist.expired == ()
     assert report.decision.exit_code == 1  # the unreviewed token still blocks
 
@@ -148,11 +148,11 @@ def test_stale_and_expired_entries_are_reported_and_expired_ones_stop_accepting(
     report = scan([str(data)], ruleset=ruleset, options=options, allowlist=allow)
     assert locations(report) == {("s.parquet", 0, "instruction"): "allowlisted", ("s.parquet", 1, "instruction"): "new"}
     summary = report.allowlist
-    assert (summary.entries, [e["entry"] for e in summary.matched]) == (3, [1])
-    assert [(e["entry"], e["line"], e["state"], e["fingerprint"]) for e in summary.stale] == [
+    assert (summary.entries, [e.entry for e in summary.matched]) == (3, [1])
+    assert [(e.entry, e.line, e.state, e.fingerprint) for e in summary.stale] == [
         (2, 8, "stale", UNUSED_FP)
     ]
-    assert [(e["entry"], e["state"], e["expires"], e["findings"]) for e in summary.expired] == [
+    assert [(e.entry, e.state, e.expires, e.findings) for e in summary.expired] == [
         (3, "expired", "2026-12-01", 1)
     ]
     assert [f.blocking for f in report.findings] == [False, True]
@@ -185,7 +185,8 @@ def test_fail_on_stale_changes_the_exit_code_and_default_file_is_found(tmp_path,
 
     code, stderr = cli(*base)  # allowlist.yaml in the current folder is used
     assert code == 0, stderr
-    assert stderr == ("shardscan: warning: allowlist.yaml: allowlist entries that accepted nothing: entry #2 (stale, line 7); "
+    assert stderr == ("shardscan: warning: allowlist.yaml: allowlist entries that accepted nothing: entry #2 (stale, "
+                      "line 7); "
                       "--fail-on-stale makes them fail the gate\n")
     report = json.loads(out.read_text())
     assert [f["status"] for f in report["findings"]] == ["allowlisted"]
@@ -235,7 +236,8 @@ def test_fail_on_stale_changes_the_exit_code_and_default_file_is_found(tmp_path,
             ["allowlist.yaml:11: entry 3: duplicate of entry 1 (line 3): same fingerprint, rule, shard and column"],
         ),
         ("version: 2\nentries: []\n", ["allowlist.yaml:1: unsupported version (this shardscan reads version 1)"]),
-        ("entries: []\nextra: 1\n", ["allowlist.yaml:2: unknown key 'extra'", "allowlist.yaml:1: missing 'version: 1'"]),
+        ("entries: []\nextra: 1\n", ["allowlist.yaml:2: unknown key 'extra'",
+                                     "allowlist.yaml:1: missing 'version: 1'"]),
         ("version: 1\nentries:\n  - fingerprint: [a\n", ["allowlist.yaml:4: not valid YAML"]),
         (
             "version: 1\nentries:\n" + entry("0" * 64),
@@ -255,7 +257,8 @@ def test_malformed_files_name_file_line_and_entry(text, expected):
     assert len(err.value.problems) == len(expected)
 
 
-@pytest.mark.parametrize("secret", [TOKEN, expand("{{jwt}}", seed="al"), expand("{{aws_id:AKIA}}", seed="al"), expand("{{openai}}", seed="al")])
+@pytest.mark.parametrize("secret", [TOKEN, expand("{{jwt}}", seed="al"), expand("{{aws_id:AKIA}}", seed="al"),
+                                    expand("{{openai}}", seed="al")])
 def test_a_raw_credential_instead_of_a_fingerprint_is_refused_without_echoing_it(secret):
     with pytest.raises(AllowlistError) as err:
         parse_allowlist("version: 1\nentries:\n" + entry(f"'{secret}'"), "allowlist.yaml")

@@ -98,7 +98,8 @@ def numbers(fmt: str, text: str) -> dict[str, int]:
         parser.feed(text)
         assert int(parser.metrics["findings"]) == len(parser.findings)
         assert int(parser.metrics["errors"]) == parser.errors
-        return {"findings": len(parser.findings), "blocking": sum(f["data-blocking"] == "true" for f in parser.findings),
+        return {"findings": len(parser.findings),
+                "blocking": sum(f["data-blocking"] == "true" for f in parser.findings),
                 "shards": int(parser.metrics["shards"]), "errors": parser.errors}
     if fmt == "markdown":
         table = dict(re.findall(r"^\| (shards|findings|blocking|errors) \| (\d+) \|$", text, re.M))
@@ -110,7 +111,8 @@ def numbers(fmt: str, text: str) -> dict[str, int]:
         shards = re.search(r"scanned (\d+) shard\(s\)", text)
         return {"findings": int(m[1]), "blocking": int(m[2]), "shards": int(shards[1]), "errors": int(m[3])}
     if fmt == "compact":
-        m = re.match(r"shardscan: (\d+) shard\(s\).*; findings: (\d+), blocking: (\d+), errors: (\d+)$", text.splitlines()[0])
+        m = re.match(r"shardscan: (\d+) shard\(s\).*; findings: (\d+), blocking: (\d+), errors: (\d+)$",
+                     text.splitlines()[0])
         items = [line.split()[0] for line in text.splitlines()[1:-1]]
         assert len(items) == int(m[2]) + int(m[4])
         assert items.count("BLOCKING") == int(m[3]) and items.count("ERROR") == int(m[4])
@@ -162,7 +164,8 @@ def test_terminal_many_clean_shards_are_summarised():
 
     from shardscan.report import ShardSummary
 
-    shards = tuple(ShardSummary(f"s{i:03d}.parquet", s.stats, 0, 0, 0) for i, s in enumerate(sample_report().shards * 10))
+    shards = tuple(ShardSummary(f"s{i:03d}.parquet", s.stats, 0, 0, 0) for i,
+                   s in enumerate(sample_report().shards * 10))
     report = replace(sample_report(), findings=(), issues=(), allowlist=None, shards=shards)
     text = render(report, "terminal")
     assert "Shards: all 40 clean and read completely" in text
@@ -180,7 +183,7 @@ def test_pretty_json_is_byte_identical_to_json_dumps(seed):
     class Level(enum.IntEnum):
         HIGH = 3
 
-    class Word(str, enum.Enum):
+    class Word(str, enum.Enum):  # noqa: UP042 -- the mixin form on purpose, as older code and libraries write it
         VALID = "valid"
 
     rng = random.Random(seed)
@@ -228,7 +231,8 @@ def test_sarif_validates_and_maps_every_part():
     assert [r["id"] for r in driver["rules"]] == [
         "github-pat", "jwt", "private-key", "aws-access-key-id", "openai-api-key",
     ]
-    assert driver["rules"][0]["fullDescription"]["text"] == "Grants the token owner's access to GitHub repositories and APIs."
+    assert driver["rules"][0]["fullDescription"]["text"] == ("Grants the token owner's access to GitHub repositories "
+                                                             "and APIs.")
     assert driver["rules"][0]["properties"]["severity"] == "critical"
     results = run["results"]
     assert [r["ruleId"] for r in results] == [f.rule_id for f in FINDINGS]
@@ -280,7 +284,8 @@ def test_jsonl_is_one_finding_per_line_then_errors_then_summary():
     assert [(f["shard"], f["row"], f["column"]) for f in lines[:7]] == [
         (f.location.shard, f.location.row, f.location.column) for f in FINDINGS
     ]
-    assert lines[-1]["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet"}
+    assert lines[-1]["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 3 problem(s) in "
+        "extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet"}
 
 
 def test_junit_has_one_test_case_per_shard_failing_or_erroring_as_the_gate_would():
@@ -301,7 +306,8 @@ def test_junit_has_one_test_case_per_shard_failing_or_erroring_as_the_gate_would
 
 def test_terminal_quiet_is_just_the_decision_line():
     text = render(sample_report(), "terminal", RenderOptions(quiet=True))
-    assert text == "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet\n"
+    assert text == ("gate: FAIL (exit 3): scan incomplete: 3 problem(s) in extra/missing-*.parquet, "
+                    "train-00001-of-00004.parquet, train-00002-of-00004.parquet\n")
 
 
 def test_terminal_plain_has_no_escape_codes_and_color_has_them():
@@ -322,7 +328,8 @@ def test_terminal_sections_and_why():
     assert ("train-00000-of-00004.parquet:4  verifier_output\n    jwt  expired  allowlisted  jwt_…(44)\n"
             "    expired because of check 4\n    allowlisted by entry #1, reviewed by dana on 2026-11-30: ") in text
     assert text.splitlines()[-5:] == [
-        "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, train-00002-of-00004.parquet",
+        "gate: FAIL (exit 3): scan incomplete: 3 problem(s) in extra/missing-*.parquet, train-00001-of-00004.parquet, "
+        "train-00002-of-00004.parquet",
         "  why: blocking verdicts: valid, unverified, encrypted; allowlisted findings never block",
         "  why: 2 unreadable problem(s): exit 3: an unread shard cannot be certified clean",
         "  why: 1 limit(s) hit: exit 3, part of the data was not fully scanned",
@@ -415,7 +422,7 @@ def test_terminal_lists_many_findings_as_blocks():
     findings = tuple(replace(f, location=replace(f.location, row=f.location.row + 10 * i, column="c"))
                      for i in range(copies) for f in report.findings)
     text = render(replace(report, findings=findings), "terminal", RenderOptions(width=400))
-    assert "github: %d finding(s)\n" % copies in text
+    assert f"github: {copies} finding(s)\n" in text
     assert "train-00000-of-00004.parquet:10  c  (tool)\n    github-pat  valid  BLOCKING  git_…(41)\n" \
            "    valid because of check 1\n" in text
     assert numbers("terminal", text)["findings"] == len(findings)

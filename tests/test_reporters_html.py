@@ -100,7 +100,8 @@ def test_html_detail_rows_collapse_and_open_from_the_url(sample_html, tmp_path):
     rows = [int(r["data-row"]) for r in dom.rows]
     assert rows == sorted(rows, reverse=True) and rows != [f.location.row for f in FINDINGS]
     # Each detail row follows its finding after sorting, and shows the decode chain and allowlist reason.
-    order = re.findall(r'<tr class="(?:finding[^"]*|detail-row)"[^>]*? data-index="(\d+)"|<tr class="detail-row" id="detail-(\d+)"',
+    order = re.findall(r'<tr class="(?:finding[^"]*|detail-row)"[^>]*? data-index="(\d+)"|<tr class="detail-row" '
+                       r'id="detail-(\d+)"',
                        dom_text)
     assert [a or b for a, b in order] == ["7", "7", "4", "4", "3", "3", "2", "2", "6", "6", "1", "1", "5", "5"]
     detail_2 = dom_text[dom_text.index('id="detail-2"'):]
@@ -167,7 +168,8 @@ def _rows_with(image, color: str, tolerance: int = 4) -> list[int]:
     pixels = image.load()
     rows = []
     for y in range(0, height, 2):
-        hits = sum(1 for x in range(0, width, 4) if all(abs(a - b) <= tolerance for a, b in zip(pixels[x, y], want)))
+        hits = sum(1 for x in range(0, width, 4)
+                   if all(abs(a - b) <= tolerance for a, b in zip(pixels[x, y], want, strict=False)))
         if hits * 4 >= 200:
             rows.append(y)
     return rows
@@ -217,7 +219,7 @@ def test_blocking_and_harmless_verdicts_differ_in_more_than_hue():
     for verdict, color in VERDICT_COLOR.items():
         r, g, b = _rgb(color)
         assert not (g > r + 20 and g > b), f"{verdict} is green like the PASS banner"
-        assert sum(abs(a - c) for a, c in zip((r, g, b), pass_rgb)) > 100, verdict
+        assert sum(abs(a - c) for a, c in zip((r, g, b), pass_rgb, strict=True)) > 100, verdict
     # Severity is a column of its own, sortable like the others.
     assert '<th data-key="severity">severity</th>' in text
     assert '<span class="sev sev-critical">critical</span>' in text

@@ -76,7 +76,7 @@ def test_the_scan_found_every_planted_secret(report):
     assert report.decision.exit_code == 3
     [accepted] = [f for f in report.findings if f.status == "allowlisted"]
     assert (accepted.location.row, accepted.blocking) == (ACCEPTED_ROW, False)
-    assert [e["entry"] for e in report.allowlist.stale] == [2]
+    assert [e.entry for e in report.allowlist.stale] == [2]
 
 
 def test_allowlisted_row_reaches_sarif_card_and_html(report):
@@ -143,7 +143,8 @@ def test_cli_writes_several_formats_at_once(dataset, tmp_path):
         capture_output=True, text=True,
     )
     assert proc.returncode == 3
-    assert sorted(p.name for p in out.iterdir()) == ["audit.html", "card.md", "junit.xml", "report.json", "report.sarif"]
+    assert sorted(p.name for p in out.iterdir()) == ["audit.html", "card.md", "junit.xml", "report.json",
+                                                     "report.sarif"]
     assert json.loads((out / "report.json").read_text())["gate"]["exit_code"] == 3
     sarif_validate((out / "report.sarif").read_text())
     assert "shardscan audit" in (out / "audit.html").read_text()
@@ -154,7 +155,8 @@ def test_cli_writes_several_formats_at_once(dataset, tmp_path):
 
 def test_cli_rejects_two_formats_on_stdout(dataset):
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--format", "json", "--format", "markdown"],
+        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--format", "json",
+         "--format", "markdown"],
         capture_output=True, text=True,
     )
     assert proc.returncode == 2
@@ -163,7 +165,8 @@ def test_cli_rejects_two_formats_on_stdout(dataset):
 
 def test_cli_quiet_prints_only_the_decision(dataset):
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist", "--quiet"], capture_output=True, text=True,
+        [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist",
+         "--quiet"], capture_output=True, text=True,
     )
     assert proc.returncode == 3
     assert proc.stdout == "gate: FAIL (exit 3): scan incomplete: 1 problem(s) in train-c.parquet\n"

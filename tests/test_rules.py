@@ -103,7 +103,8 @@ POSITIVE_TEXTS = [
 ]
 
 
-@pytest.mark.parametrize(("rule_id", "template"), POSITIVE_TEXTS, ids=[f"{r}-{i}" for i, (r, _) in enumerate(POSITIVE_TEXTS)])
+@pytest.mark.parametrize(("rule_id", "template"), POSITIVE_TEXTS, ids=[f"{r}-{i}" for i, (r,
+    _) in enumerate(POSITIVE_TEXTS)])
 def test_real_world_shapes_are_found(rule_id, template):
     text = expand(template, seed="shapes")
     findings, limits = Scanner(BUILTIN).scan_text(text)
@@ -238,14 +239,16 @@ def test_valid_user_rule_file_loads(tmp_path):
         ({"severity": "urgent"}, "acme-token: 'severity' must be one of critical, high, medium, low, info"),
         ({"keywords": []}, "acme-token: 'keywords' must not be empty"),
         ({"min_entropy": 12}, "acme-token: 'min_entropy' must be a number between 0 and 8"),
-        ({"examples": ["token=nothing here"]}, "acme-token: example 'token=nothing here' contains none of the rule's keywords"),
+        ({"examples": ["token=nothing here"]}, "acme-token: example 'token=nothing here' contains none of the rule's "
+                                               "keywords"),
         ({"pattern": r"(?P<secret>(a+)+)"}, "acme-token: pattern risks catastrophic backtracking"),
         ({"regex": "x", "verifiers": []}, "acme-token: unknown field(s) regex, verifiers"),
         ({"token_keywords": ["acme-"]}, "acme-token: 'token_keywords' must be among the rule's keywords (not: acme-)"),
         ({"context_keywords": ["ACME_KEY"]},
          "acme-token: 'context_keywords' must be among the rule's keywords (not: ACME_KEY)"),
         ({"token_keywords": ["acme_"], "context_keywords": ["acme_"]},
-         "acme-token: a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': acme_)"),
+         "acme-token: a keyword cannot both begin a token and name it (in 'token_keywords' and 'context_keywords': "
+         "acme_)"),
     ],
     ids=["missing-pattern", "missing-keywords", "missing-description", "bad-id", "no-id", "bad-regex",
          "no-secret-group", "unknown-verifier", "bad-severity", "empty-keywords", "bad-entropy",

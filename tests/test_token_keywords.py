@@ -1,4 +1,5 @@
-"""Token keywords: the prefilter counts them only at a token start, and their base64 forms include the token characters after them."""
+"""Token keywords: the prefilter counts them only at a token start, and their base64 forms include the token characters
+after them."""
 
 from __future__ import annotations
 
@@ -103,7 +104,8 @@ def test_token_keyword_base64_forms_match_every_alignment(keyword, align, url):
 
 @pytest.mark.parametrize("align", [0, 1, 2])
 def test_token_keyword_base64_forms_need_token_characters_after_the_keyword(align):
-    """Three bytes that cannot follow a token keyword (not ASCII) rule the form out; a plain keyword's form still matches."""
+    """Three bytes that cannot follow a token keyword (not ASCII) rule the form out; a plain keyword's form still
+    matches."""
     encoded = base64.b64encode(b"\xfb\xef\xbe"[:align] + b"eyJ\xff\xfe\xfd\xfc\xfb\xfa").decode()
     as_token = "|".join(encoded_keyword_patterns(["eyJ"], {"eyJ"}))
     as_plain = "|".join(encoded_keyword_patterns(["eyJ"]))
@@ -150,7 +152,8 @@ def test_a_keyword_is_a_token_keyword_only_when_every_rule_listing_it_says_so(tm
 
 
 def test_rules_check_fails_an_example_the_prefilter_would_not_select(tmp_path):
-    """A rule that declares a token keyword but matches it inside a word: its example is reported, not silently missed."""
+    """A rule that declares a token keyword but matches it inside a word: its example is reported, not
+    silently missed."""
     path = tmp_path / "glued.yaml"
     path.write_text(yaml.safe_dump([{
         "id": "acme-glued", "kind": "acme", "name": "ACME", "description": "An ACME token.", "severity": "high",
@@ -158,7 +161,8 @@ def test_rules_check_fails_an_example_the_prefilter_would_not_select(tmp_path):
         "examples": ["tokenacme_{{alnum:24}}"],
     }]))
     [result] = [r for r in check_ruleset(load_ruleset([path])) if r.rule_id == "acme-glued"]
-    assert (result.ok, result.problem) == (False, "example 1 is not selected by the prefilter (a token keyword inside a word?)")
+    assert (result.ok, result.problem) == (False, "example 1 is not selected by the prefilter (a token keyword inside "
+                                                  "a word?)")
 
 
 @pytest.mark.parametrize("colour", ["\x1b[32m", "\x1b[01;31m\x1b[K", "\\u001b[33m", "\\033[1;33m", "\x1b[0m"])

@@ -1,4 +1,5 @@
-"""Private keys whose output was cut before the END line (``head``, truncating tools): found and judged by what is present."""
+"""Private keys whose output was cut before the END line (``head``, truncating tools): found and judged by what is
+present."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def test_three_body_lines_without_end_are_reported_but_not_key_material(scanner)
 
 def _openssh_ed25519() -> tuple[bytes, bytes]:
     key = ed25519.Ed25519PrivateKey.generate()
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                            serialization.NoEncryption())
     body = "".join(pem.decode().strip().splitlines()[1:-1])
     public = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return base64.b64decode(body), public
@@ -101,7 +103,8 @@ def test_truncated_openssh_ed25519_key_cut_inside_its_seed_is_a_partial_exposure
     found = _scan(scanner, _unterminated(blob[: seed_at + 20]) + "\n$ ")
     assert [(rule, v) for rule, v, _ in found] == [("private-key-truncated", "unverified")]
     assert found[0][2].endswith(
-        "its Ed25519 public key matches the header and 20 of 32 seed bytes are visible; the private part is cut, partial exposure"
+        "its Ed25519 public key matches the header and 20 of 32 seed bytes are visible; the private part is cut, "
+        "partial exposure"
     )
 
 
@@ -116,12 +119,14 @@ def test_truncated_openssh_ed25519_key_whose_public_keys_differ_is_invalid(scann
 
 def test_truncated_openssh_rsa_key_cut_after_its_modulus_is_a_partial_exposure(scanner):
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                            serialization.NoEncryption())
     blob = base64.b64decode("".join(pem.decode().strip().splitlines()[1:-1]))
     modulus = key.public_key().public_numbers().n.to_bytes(257, "big")  # an mpint: a leading zero byte
     cut = blob.rfind(modulus) + len(modulus) + 2  # the private section's modulus, then part of e's length
     found = _scan(scanner, _unterminated(blob[:cut]) + "\n$ ")
     assert [(rule, v) for rule, v, _ in found] == [("private-key-truncated", "unverified")]
     assert found[0][2].endswith(
-        "its RSA 2048-bit modulus is complete and has no small factors (looks genuine); the private part is cut, partial exposure"
+        "its RSA 2048-bit modulus is complete and has no small factors (looks genuine); the private part is cut, "
+        "partial exposure"
     )

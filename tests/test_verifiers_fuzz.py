@@ -21,7 +21,8 @@ PREFIXES = [
     "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n",
     "npm_", "pypi-AgEIcHlwaS5vcmc", "pypi-AgE", "ops_eyJ", "sk-or-v1-",
 ]
-SUFFIXES = ["", "\n-----END PRIVATE KEY-----", "\\n-----END OPENSSH PRIVATE KEY-----", "=AbCd\n-----END PGP PRIVATE KEY BLOCK-----"]
+SUFFIXES = ["", "\n-----END PRIVATE KEY-----", "\\n-----END OPENSSH PRIVATE KEY-----", "=AbCd\n-----END PGP PRIVATE "
+                                                                                       "KEY BLOCK-----"]
 ALPHABET = st.sampled_from(list("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.\\n <>…"))
 
 

@@ -20,7 +20,8 @@ def make_jwt(payload: dict, alg: str = "HS256", signature_bytes: int | None = No
     rng = random.Random(json.dumps(payload, sort_keys=True) + alg)
     head = header if header is not None else {"alg": alg, "typ": "JWT"}
     size = SIGNATURE_BYTES.get(alg, 32) if signature_bytes is None else signature_bytes
-    return ".".join([b64url(json.dumps(head).encode()), b64url(json.dumps(payload).encode()), b64url(rng.randbytes(size))])
+    return ".".join([b64url(json.dumps(head).encode()), b64url(json.dumps(payload).encode()),
+                     b64url(rng.randbytes(size))])
 
 
 def ts(text: str) -> int:
@@ -84,7 +85,8 @@ def test_supabase_local_development_keys_are_examples():
         finding = only(f"SUPABASE_KEY={token}", "jwt")
         assert finding.verdict == Verdict.EXAMPLE
         assert "Supabase local-development" in finding.detail
-    assert only("k=" + make_jwt({"iss": "supabase-demo", "role": "admin", "exp": 1983812996}), "jwt").verdict == Verdict.VALID
+    assert only("k=" + make_jwt({"iss": "supabase-demo", "role": "admin", "exp": 1983812996}),
+                "jwt").verdict == Verdict.VALID
 
 
 def test_signature_length_must_match_alg():
@@ -99,7 +101,8 @@ def test_signature_length_must_match_alg():
 def test_alg_none_is_not_a_credential():
     token = make_jwt({"sub": "1"}, header={"alg": "none"}).rsplit(".", 1)[0] + "."
     outcome = verify(token, "jwt", NOW)
-    assert (outcome.verdict, outcome.detail) == (Verdict.INVALID, "none JWT: unsigned (alg none), grants nothing by itself")
+    assert (outcome.verdict, outcome.detail) == (Verdict.INVALID, "none JWT: unsigned (alg none), grants nothing by "
+                                                                  "itself")
 
 
 def test_empty_signature_is_invalid():
@@ -175,7 +178,8 @@ def test_documented_signature_over_edited_claims_is_an_example(sample):
 
 
 def test_signature_that_reads_as_text_is_a_fixture():
-    head = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode()) + "." + b64url(json.dumps({"sub": "u1"}).encode())
+    head = b64url(json.dumps({"alg": "HS256",
+                              "typ": "JWT"}).encode()) + "." + b64url(json.dumps({"sub": "u1"}).encode())
     token = head + "." + b64url(b"fake-signature-for-tests-only-32")
     outcome = verify(token, "jwt", NOW)
     assert outcome.verdict == Verdict.INVALID
@@ -300,7 +304,8 @@ def _auth0_jwe(header_claims: dict, seed: int = 11) -> str:
 def test_jwe_protected_header_expiry_is_read():
     from shardscan.policy import Policy
 
-    expired = only(f"appSession={_auth0_jwe({'iat': ts('2024-03-01T00:00:00'), 'exp': ts('2024-03-02T00:00:00')})}", "jwe")
+    expired = only(f"appSession={_auth0_jwe({'iat': ts('2024-03-01T00:00:00'), 'exp': ts('2024-03-02T00:00:00')})}",
+                   "jwe")
     assert (expired.verdict, expired.detail) == (
         Verdict.EXPIRED,
         "JWE (dir, A256GCM), 120-byte encrypted payload, expired 2024-03-02 (2 years ago) by its protected header",

@@ -60,7 +60,8 @@ def _twins(rng: random.Random) -> list[tuple[str, set[tuple[str, str]]]]:
     return [
         (f"token={jwt(rng, exp=PAST)}", {("jwt", "expired")}),
         (f"token={header}.{not_json}.{jwt(rng).split('.')[2]}", {("jwt", "invalid")}),
-        ("Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ."
+        ("Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+         "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ."
          "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", {("jwt", "example")}),
         ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", {("aws-access-key-id", "example")}),
         ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", {("aws-secret-access-key", "example")}),
@@ -72,7 +73,8 @@ def _twins(rng: random.Random) -> list[tuple[str, set[tuple[str, str]]]]:
         (f"OPENAI_API_KEY={lopsided}", {("openai-api-key", "invalid")}),
         ("OPENAI_API_KEY=sk-proj-your-openai-key-T3BlbkFJ-goes-here-please", {("openai-api-key", "redacted")}),
         (f"x-api-key: {anthropic[:-5]}AA", {("anthropic-api-key", "invalid")}),
-        ("x-api-key: sk-ant-api03-your-anthropic-api-key-goes-here-and-nowhere-else", {("anthropic-api-key", "redacted")}),
+        ("x-api-key: sk-ant-api03-your-anthropic-api-key-goes-here-and-nowhere-else", {("anthropic-api-key",
+                                                                                        "redacted")}),
         ("HF_TOKEN=hf_ThisIsMyHuggingFaceAccessTokenXyz1", {("huggingface-token", "redacted")}),
         ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA...\n<key body omitted>\n-----END RSA PRIVATE KEY-----",
          {("private-key", "redacted")}),
@@ -90,7 +92,8 @@ def _write(folder: Path, cells: list[tuple[str, set[tuple[str, str]]]]) -> dict[
 def _scan(folder: Path, tmp_path: Path, *extra: str) -> tuple[int, dict, str]:
     out = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(folder), "--now", "2026-12-02", "--no-allowlist", "-f", f"json:{out}", *extra],
+        [sys.executable, "-m", "shardscan.cli", "scan", str(folder), "--now", "2026-12-02", "--no-allowlist", "-f",
+         f"json:{out}", *extra],
         capture_output=True, text=True,
     )
     return proc.returncode, json.loads(out.read_text()), proc.stdout + proc.stderr + out.read_text()

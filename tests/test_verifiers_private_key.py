@@ -48,32 +48,41 @@ def _printed(pem: str) -> dict[str, tuple[str, str | None]]:
     lines = pem.strip().splitlines()
     numbers = "read without the line numbers in front of each line"
     return {
-        "added in a diff": ("\n".join("+" + line for line in lines), "read without the diff or quote mark in front of each line"),
-        "removed in a diff": ("\n".join("-" + line for line in lines), "read without the diff or quote mark in front of each line"),
+        "added in a diff": ("\n".join("+" + line for line in lines), "read without the diff or quote mark in front of "
+                                                                     "each line"),
+        "removed in a diff": ("\n".join("-" + line for line in lines), "read without the diff or quote mark in front "
+                                                                       "of each line"),
         "cat -n": ("\n".join(f"{i:6}\t{line}" for i, line in enumerate(lines, 1)), numbers),
         "agent file view, escaped": ("\\n".join(f"{i:6}→{line}" for i, line in enumerate(lines, 1)), numbers),
         "grep -n": ("\n".join(f"{i}:{line}" for i, line in enumerate(lines, 1)), numbers),
-        "grep -r": ("\n".join(f"deploy/key.pem:{line}" for line in lines), "read without the file name in front of each line"),
+        "grep -r": ("\n".join(f"deploy/key.pem:{line}" for line in lines), "read without the file name in front of "
+                                                                           "each line"),
         "grep -rn": ("\n".join(f"deploy/key.pem:{i}:{line}" for i, line in enumerate(lines, 1)),
                      "read without the file name in front of each line"),
         "log lines": ("\n".join(f"[2024-05-01 10:00:{i:02}] {line}" for i, line in enumerate(lines, 1)),
                       "read without the log prefix in front of each line"),
-        "kubectl logs --timestamps": ("\n".join(f"2024-05-01T10:00:{i:02}.123456789Z {line}" for i, line in enumerate(lines, 1)),
+        "kubectl logs --timestamps": ("\n".join(f"2024-05-01T10:00:{i:02}.123456789Z {line}" for i,
+                                                line in enumerate(lines, 1)),
                                       "read without the log prefix in front of each line"),
-        "python logging": ("\n".join(f"INFO:root:{line}" for line in lines), "read without the log prefix in front of each line"),
-        "docker compose logs -t": ("\n".join(f"app-1  | 2024-05-01T10:00:{i:02}.5Z {line}" for i, line in enumerate(lines, 1)),
+        "python logging": ("\n".join(f"INFO:root:{line}" for line in lines), "read without the log prefix in front of "
+                                                                             "each line"),
+        "docker compose logs -t": ("\n".join(f"app-1  | 2024-05-01T10:00:{i:02}.5Z {line}" for i,
+                                             line in enumerate(lines, 1)),
                                    "read without the service name in front of each line"),
         "journalctl -o short-iso": ("\n".join(f"2024-05-01T10:00:{i:02}+0000 web-1 app[4242]: {line}"
-                                            for i, line in enumerate(lines, 1)), "read without the text in front of each line"),
+                                            for i, line in enumerate(lines, 1)), "read without the text in front of "
+                                                                                 "each line"),
         "go log": ("\n".join(f"2024/05/01 10:00:{i:02} {line}" for i, line in enumerate(lines, 1)),
                    "read without the text in front of each line"),
         "ray worker": ("\n".join(f"(TrainWorker pid=1234, ip=10.0.0.{i}) {line}" for i, line in enumerate(lines, 1)),
                        "read without the text in front of each line"),
-        "cat -e": ("\n".join(f"{line}$" for line in lines), "read without the $ that cat -A puts at the end of each line"),
+        "cat -e": ("\n".join(f"{line}$" for line in lines), "read without the $ that cat -A puts at the end of each "
+                                                            "line"),
         "cat -A, CRLF": ("\n".join(f"{line}^M$" for line in lines),
                          "read without the $ that cat -A puts at the end of each line"),
         "grep -n -A": ("\n".join(f"deploy/key.pem{':' if i == 1 else '-'}{i}{':' if i == 1 else '-'}{line}"
-                                  for i, line in enumerate(lines, 1)), "read without the file name in front of each line"),
+                                  for i, line in enumerate(lines, 1)), "read without the file name in front of each "
+                                                                       "line"),
         "html line breaks": ("<br>".join(lines), "read without markup or colour codes"),
         # Taken out by the ansi decoder before the verifier sees the key (no reading needed).
         "ansi colours": ("\n".join(f"\x1b[32m{line}\x1b[0m" for line in lines), None),
@@ -100,7 +109,8 @@ def test_keys_as_tools_print_them_are_read_without_the_decoration(kind, form):
 
 
 def test_a_reading_never_turns_random_base64_into_a_key():
-    body = "\n".join(f"{i:6}\tMIIEvQIBADANBgkqhkiG9w0BAQEFAASC{'QWxhZGRpbjpvcGVuIHNlc2FtZQ' * 2}"[:70] for i in range(2, 12))
+    line = f"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC{'QWxhZGRpbjpvcGVuIHNlc2FtZQ' * 2}"
+    body = "\n".join(f"{i:6}\t{line}"[:70] for i in range(2, 12))
     text = f"     1\t-----BEGIN PRIVATE KEY-----\n{body}\n    12\t-----END PRIVATE KEY-----"
     finding = only(text, "private-key")
     assert finding.verdict == Verdict.INVALID
@@ -216,7 +226,8 @@ def test_invented_rsa_body_after_a_memorised_header_is_invalid():
     for _ in range(50):
         body = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"]
         body += ["".join(rng.choice(alphabet) for _ in range(64)) for _ in range(10)]
-        outcome = verify("-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----", "private-key")
+        outcome = verify("-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END PRIVATE KEY-----",
+                         "private-key")
         assert outcome.verdict == Verdict.INVALID, outcome.detail
 
 
@@ -258,7 +269,8 @@ def test_a_character_missing_is_reported():
     outcome = verify("\n".join(lines), "private-key")
     # The scalar comes first and survives the missing character.
     assert outcome.verdict == Verdict.UNVERIFIED
-    assert outcome.detail.startswith("EC private key: truncated (the DER structure declares 121 bytes, the body holds 120)")
+    assert outcome.detail.startswith("EC private key: truncated (the DER structure declares 121 bytes, the body holds "
+                                     "120)")
     lines = _lines("ed25519")
     lines[2] = lines[2][:-1]
     outcome = verify("\n".join(lines), "private-key")
@@ -320,7 +332,8 @@ def _pgp_secret_key_packet(protected: bool) -> bytes:
     def mpi(value: int) -> bytes:
         return struct.pack(">H", value.bit_length()) + value.to_bytes((value.bit_length() + 7) // 8, "big")
 
-    public = b"\x04" + struct.pack(">I", 1_700_000_000) + b"\x01" + mpi(numbers.public_numbers.n) + mpi(numbers.public_numbers.e)
+    public = b"\x04" + struct.pack(">I",
+        1_700_000_000) + b"\x01" + mpi(numbers.public_numbers.n) + mpi(numbers.public_numbers.e)
     if protected:
         secret = b"\xfe\x07\x03\x02" + bytes(8) + b"\x60" + bytes(16) + bytes(64)
     else:
@@ -403,7 +416,8 @@ def test_a_published_test_key_is_an_example_however_it_is_printed(monkeypatch):
     monkeypatch.setattr(private_key, "known_examples", lambda: listed)
     numbered = "\n".join(f"{i:6}\t{line}" for i, line in enumerate(pem.strip().splitlines(), 1))
     detail = "RSA private key: a test key, a published test key, not a secret"
-    assert (only(f"$ cat key\n{pem}", "private-key").detail, only(f"$ cat -n key\n{numbered}", "private-key").detail) == (
+    assert (only(f"$ cat key\n{pem}", "private-key").detail, only(f"$ cat -n key\n{numbered}",
+                                                                  "private-key").detail) == (
         detail, f"{detail} (read without the line numbers in front of each line)"
     )
     assert only(f"$ cat key\n{pem}", "private-key").verdict == Verdict.EXAMPLE

@@ -89,7 +89,8 @@ def test_app_installation_jwt_token_uses_the_embedded_exp():
     live = f"ghs_123456_{jwt(rng, exp=1_800_000_000)}"  # 2027-01-15
     finding = only(f"token: {expired}", "github-app-installation-jwt-token", NOW)
     assert finding.verdict == Verdict.EXPIRED
-    assert finding.detail == "GitHub App installation token (app 123456); embedded HS256 JWT, expired 2026-07-27 (4 months ago)"
+    assert finding.detail == ("GitHub App installation token (app 123456); embedded HS256 JWT, expired 2026-07-27 (4 "
+                              "months ago)")
     assert only(f"token: {live}", "github-app-installation-jwt-token", NOW).verdict == Verdict.VALID
 
 
@@ -114,7 +115,8 @@ def test_key_id_detail_names_account_and_pairing():
         "AWS temporary (STS) access key ID, account 609629065308, "
         "paired with an adjacent 40-character secret access key (usable pair)"
     )
-    paired_secret = only(f"AWS_ACCESS_KEY_ID=ASIAY34FZKBOKMUTVV7A AWS_SECRET_ACCESS_KEY={secret}", "aws-secret-access-key")
+    paired_secret = only(f"AWS_ACCESS_KEY_ID=ASIAY34FZKBOKMUTVV7A AWS_SECRET_ACCESS_KEY={secret}",
+                         "aws-secret-access-key")
     assert paired_secret.verdict == Verdict.UNVERIFIED
     assert paired_secret.detail.startswith("AWS secret access key next to its key ID (account 609629065308)")
     assert secret not in finding.detail + paired_secret.detail
@@ -122,7 +124,7 @@ def test_key_id_detail_names_account_and_pairing():
 
 def test_key_id_next_to_a_commit_hash_is_not_paired():
     """The digest is no secret, so the temporary key ID is judged as if alone (not usable)."""
-    commit = "%040x" % random.Random(2).getrandbits(160)
+    commit = f"{random.Random(2).getrandbits(160):040x}"
     finding = only(f"key ASIAY34FZKBOKMUTVV7A at commit {commit}", "aws-access-key-id")
     assert finding.verdict == Verdict.EXPIRED
     assert "the 40 characters next to it are a hex digest, not a secret key, a temporary key ID alone" in finding.detail
@@ -217,7 +219,8 @@ def test_anthropic_oauth_tokens_block_whatever_their_length(kind):
     cut = token[:70]
     assert (verify(cut, "anthropic-oauth-token").verdict, verify(cut, "anthropic-oauth-token").detail) == (
         Verdict.UNVERIFIED,
-        f"Anthropic OAuth {name} token (sk-ant-{kind}-) of 70 characters: no published format to check it against offline",
+        f"Anthropic OAuth {name} token (sk-ant-{kind}-) of 70 characters: no published format to check it against "
+        "offline",
     )
 
 
@@ -317,6 +320,7 @@ def test_forty_base64_characters_of_readable_text_are_no_secret_key():
 
     value = base64.b64encode(b"replace-with-your-secret-key-1").decode()
     finding = only(f"kind: Secret\ndata:\n  AWS_SECRET_ACCESS_KEY: {value}\n", "aws-secret-access-key")
-    assert (finding.verdict, finding.detail) == (Verdict.INVALID, "base64 of readable text, not an AWS secret access key")
+    assert (finding.verdict, finding.detail) == (Verdict.INVALID, "base64 of readable text, not an AWS secret access "
+                                                                  "key")
     assert all(only(f"AWS_SECRET_ACCESS_KEY={aws_secret(random.Random(seed))}", "aws-secret-access-key").verdict
                == Verdict.UNVERIFIED for seed in range(200))

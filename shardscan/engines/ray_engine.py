@@ -32,7 +32,7 @@ from shardscan.executor import (
     plan_shard,
     scan_item,
 )
-from shardscan.model import ScanIssue, ShardResult
+from shardscan.model import IssueKind, ScanIssue, ShardResult
 from shardscan.reader.sources import ShardRef
 
 INSTALL_HINT = "the ray engine needs Ray: pip install 'shardscan[ray]' (or pip install ray)"
@@ -100,7 +100,7 @@ def _run(
         try:
             plan = ray.get(plan_ref)
         except Exception as exc:  # the planning task itself failed (worker died): the shard is unread
-            issue = ScanIssue(shard.display, "unreadable", f"ray task failed ({describe_exception(exc)})")
+            issue = ScanIssue(shard.display, IssueKind.UNREADABLE, f"ray task failed ({describe_exception(exc)})")
             plan = ShardPlan(shard, issue=issue)
         submitted.append((plan, [(item, scan_task.remote(boxed, item)) for item in plan.items]))
     results = []
@@ -111,7 +111,7 @@ def _run(
                 item_results.append(ray.get(ref))
             except Exception as exc:  # RayTaskError, WorkerCrashedError, ObjectLostError...
                 row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
-                issue = ScanIssue(item.shard.display, "unreadable", f"ray task failed ({describe_exception(exc)})", row_group)
+                issue = ScanIssue(item.shard.display, IssueKind.UNREADABLE, f"ray task failed ({describe_exception(exc)})", row_group)
                 item_results.append(ItemResult(item, issues=(issue,)))
         result = assemble(plan, item_results, scanner.shard_finding_cap())
         results.append(result)

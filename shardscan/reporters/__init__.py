@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from shardscan.atomic import write_file
@@ -26,19 +27,33 @@ class RenderOptions:
 Renderer = Callable[[Report, RenderOptions], str]
 
 
-# The single list of formats: format name -> module in this package that renders it. A module is
+class OutputFormat(StrEnum):
+    """The report formats, by the name ``--format`` takes."""
+
+    TERMINAL = "terminal"
+    JSON = "json"
+    JSONL = "jsonl"
+    SARIF = "sarif"
+    MARKDOWN = "markdown"
+    HTML = "html"
+    CARD = "card"
+    JUNIT = "junit"
+    COMPACT = "compact"
+
+
+# The single list of formats: format -> module in this package that renders it. A module is
 # imported only when its format is asked for (the terminal one pulls in rich, which a gate
 # writing JSON does not need).
-MODULES: dict[str, str] = {
-    "terminal": "terminal",
-    "json": "json_report",
-    "jsonl": "jsonl",
-    "sarif": "sarif",
-    "markdown": "markdown",
-    "html": "html",
-    "card": "card",
-    "junit": "junit",
-    "compact": "compact",
+MODULES: dict[OutputFormat, str] = {
+    OutputFormat.TERMINAL: "terminal",
+    OutputFormat.JSON: "json_report",
+    OutputFormat.JSONL: "jsonl",
+    OutputFormat.SARIF: "sarif",
+    OutputFormat.MARKDOWN: "markdown",
+    OutputFormat.HTML: "html",
+    OutputFormat.CARD: "card",
+    OutputFormat.JUNIT: "junit",
+    OutputFormat.COMPACT: "compact",
 }
 
 
@@ -46,15 +61,19 @@ def renderer(fmt: str) -> Renderer:
     """The render function of format ``fmt`` (ValueError for an unknown format)."""
     if fmt not in MODULES:
         raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    return importlib.import_module(f"{__name__}.{MODULES[fmt]}").render
+    render_function: Renderer = importlib.import_module(f"{__name__}.{MODULES[OutputFormat(fmt)]}").render
+    return render_function
 
 
-FORMATS: tuple[str, ...] = tuple(MODULES)
+# The format names, in the order help and documentation list them.
+FORMATS: tuple[str, ...] = tuple(str(f) for f in OutputFormat)
 
 # File name suffix per format, for callers that write every format into one folder (e.g. the gate).
+# Keyed by the members; typed by name, which is how callers look a format up.
 EXTENSIONS: dict[str, str] = {
-    "terminal": ".txt", "json": ".json", "jsonl": ".jsonl", "sarif": ".sarif", "markdown": ".md",
-    "html": ".html", "card": ".md", "junit": ".xml", "compact": ".txt",
+    OutputFormat.TERMINAL: ".txt", OutputFormat.JSON: ".json", OutputFormat.JSONL: ".jsonl",
+    OutputFormat.SARIF: ".sarif", OutputFormat.MARKDOWN: ".md", OutputFormat.HTML: ".html",
+    OutputFormat.CARD: ".md", OutputFormat.JUNIT: ".xml", OutputFormat.COMPACT: ".txt",
 }
 
 

@@ -19,10 +19,7 @@ def render(report: Report, _options: object = None) -> str:
     n = summary_numbers(report)
     s = report.stats
     families = ", ".join(KIND_NAMES.get(k, k) for k in report.kinds) or "none"
-    if decision.passed:
-        result = "**Passed**: no blocking findings"
-    else:
-        result = f"**Failed**: {md(decision.reason)}"
+    result = "**Passed**: no blocking findings" if decision.passed else f"**Failed**: {md(decision.reason)}"
     unreadable = len(report.unreadable)
     out = [
         "## Secret scan",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from shardscan.model import Status
 from shardscan.report import Report
 
 # Shard names, column paths and messages come from the data: no terminal control sequences.
@@ -31,9 +32,10 @@ def render(report: Report, _options: object = None) -> str:
     for f in report.findings:
         loc = f.location
         role = f" ({loc.role})" if loc.role else ""
-        mark = "BLOCKING" if f.blocking else ("allowlisted" if str(f.status) == "allowlisted" else "notice")
+        mark = "BLOCKING" if f.blocking else ("allowlisted" if f.status == Status.ALLOWLISTED else "notice")
         lines.append(_safe(
-            f"  {mark:11} {loc.shard}:{loc.row} {loc.column}{role} {f.rule_id} {f.verdict} {f.preview} {f.fingerprint[:19]}…"
+            f"  {mark:11} {loc.shard}:{loc.row} {loc.column}{role} {f.rule_id} {f.verdict} {f.preview} "
+            f"{f.fingerprint[:19]}…"
             + (f" x{f.count} (aggregated)" if f.count > 1 else "")
         ))
     for issue in report.issues:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
-from shardscan.model import Finding
+from shardscan.model import Finding, Severity, Verdict
 from shardscan.report import Report
 from shardscan.reporters._common import (
     VERDICT_MEANING,
@@ -28,16 +28,16 @@ from shardscan.sizes import format_size
 # others are cool or neutral and drawn as outlines (pills) or hatched (bars), so that the two
 # groups differ in shape and lightness as well as hue (colour-blind readers, greyscale prints).
 # None of them is the green of the PASS banner.
-VERDICT_COLOR = {
-    "valid": "#b91c1c",
-    "unverified": "#c2410c",
-    "encrypted": "#a16207",
-    "expired": "#475569",
-    "invalid": "#64748b",
-    "example": "#1d4ed8",
-    "redacted": "#6d28d9",
-    "test-mode": "#0e7490",
-    "local-only": "#0e7490",
+VERDICT_COLOR: dict[str, str] = {
+    Verdict.VALID: "#b91c1c",
+    Verdict.UNVERIFIED: "#c2410c",
+    Verdict.ENCRYPTED: "#a16207",
+    Verdict.EXPIRED: "#475569",
+    Verdict.INVALID: "#64748b",
+    Verdict.EXAMPLE: "#1d4ed8",
+    Verdict.REDACTED: "#6d28d9",
+    Verdict.TEST_MODE: "#0e7490",
+    Verdict.LOCAL_ONLY: "#0e7490",
 }
 PASS_COLOR = "#166534"
 FAIL_COLOR = "#991b1b"
@@ -124,7 +124,7 @@ button.toggle[aria-expanded=true]{background:#eef2ff}
 dl.detail dt{color:var(--muted)}dl.detail dd{margin:0;overflow-wrap:anywhere}
 .empty{color:var(--muted);font-style:italic}
 footer{margin-top:32px;color:var(--muted);font-size:12px}
-"""
+"""  # noqa: E501 (embedded CSS, JS and HTML: a line break would change the document)
 _CSS = (
     _CSS_TEMPLATE.replace("PASS_COLOR", PASS_COLOR).replace("FAIL_COLOR", FAIL_COLOR)
     .replace("INCOMPLETE_COLOR", INCOMPLETE_COLOR)
@@ -143,7 +143,7 @@ _JS_ERRORS = r"""
   window.addEventListener("unhandledrejection",function(ev){errors.push("unhandled rejection: "+String(ev.reason));show();});
   document.addEventListener("DOMContentLoaded",show);
 })();
-"""
+"""  # noqa: E501 (embedded CSS, JS and HTML: a line break would change the document)
 
 # Plain ES2017, no external code; #js-state says the script ran to the end.
 _JS = r"""
@@ -244,7 +244,7 @@ _JS = r"""
   apply();
   if(state){state.setAttribute("data-ready","1");}
 })();
-"""
+"""  # noqa: E501 (embedded CSS, JS and HTML: a line break would change the document)
 
 
 def _bar_chart_verdicts(counts: dict[str, int], blocking: frozenset[str]) -> str:
@@ -339,7 +339,7 @@ def _detail(f: Finding) -> str:
 
 
 # Severities sort from the most to the least urgent.
-_SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+_SEVERITY_RANK: dict[str, int] = {severity: rank for rank, severity in enumerate(Severity)}
 
 
 def _findings_table(report: Report) -> str:
@@ -358,8 +358,8 @@ def _findings_table(report: Report) -> str:
         f'<span class="meta">showing <b id="f-shown">{len(report.findings)}</b> of {len(report.findings)}</span></div>'
     )
     cols = [("index", "#"), ("kind", "kind"), ("rule", "rule"), ("shard", "shard"), ("row", "row"),
-            ("column", "column"), ("role", "role"), ("severity", "severity"), ("verdict", "verdict"), ("status", "status"),
-            ("preview", "preview"), (None, "detail")]
+            ("column", "column"), ("role", "role"), ("severity", "severity"), ("verdict", "verdict"),
+            ("status", "status"), ("preview", "preview"), (None, "detail")]
     ths = "".join(f'<th data-key="{k}">{e(label)}</th>' if k else f"<th>{e(label)}</th>" for k, label in cols)
     body = []
     for i, f in enumerate(report.findings, 1):
@@ -377,10 +377,13 @@ def _findings_table(report: Report) -> str:
             f'data-blocking="{"true" if f.blocking else "false"}" data-preview="{e(f.preview)}" '
             f'data-fingerprint="{e(f.fingerprint)}" data-search="{e(search)}">'
             f'<td class="num">{i}</td><td>{e(f.kind)}</td><td>{e(f.rule_id)}</td><td class="wrap">{e(loc.shard)}</td>'
-            f'<td class="num">{loc.row}</td><td class="wrap"><code>{e(loc.column)}</code></td><td>{e(loc.role or "")}</td>'
+            f'<td class="num">{loc.row}</td><td '
+            f'class="wrap"><code>{e(loc.column)}</code></td><td>{e(loc.role or "")}</td>'
             f'<td><span class="sev sev-{e(f.severity)}">{e(f.severity)}</span></td>'
-            f'<td>{_pill(str(f.verdict), blocking)}</td><td>{status}</td><td><code class="preview">{e(f.preview)}</code></td>'
-            f'<td><button type="button" class="toggle" aria-expanded="false" aria-controls="detail-{i}">details</button>'
+            f'<td>{_pill(str(f.verdict), blocking)}</td><td>{status}</td><td><code '
+            f'class="preview">{e(f.preview)}</code></td>'
+            '<td><button type="button" class="toggle" aria-expanded="false" '
+            f'aria-controls="detail-{i}">details</button>'
             f'</td></tr>'
             # Without JS every detail row stays visible; the script collapses them and moves each with its row.
             f'<tr class="detail-row" id="detail-{i}" data-index="{i}"><td colspan="{len(cols)}">{_detail(f)}</td></tr>'
@@ -426,14 +429,15 @@ def _allowlist(report: Report) -> str:
     out = [f'<h2>Allowlist</h2><p class="meta" id="allowlist-summary">{e(allow.path or "(no file)")}: '
            f"{allow.entries} entries, {len(allow.matched)} matched, {len(allow.stale)} stale, "
            f"{len(allow.expired)} expired</p>"]
-    accepted = [f for f in report.findings if f.allowlist is not None]
+    accepted = [(f, f.allowlist) for f in report.findings if f.allowlist is not None]
     if accepted:
         rows = "".join(
             f'<tr class="accepted"><td class="wrap">{e(f.location.shard)}</td><td class="num">{f.location.row}</td>'
-            f"<td><code>{e(f.location.column)}</code></td><td>{e(f.rule_id)}</td><td><code class=\"preview\">{e(f.preview)}</code></td>"
-            f"<td>{f.allowlist.entry}</td><td>{e(f.allowlist.reviewer)}</td><td>{e(f.allowlist.reviewed)}</td>"
-            f"<td>{e(f.allowlist.reason)}</td></tr>"
-            for f in accepted
+            f"<td><code>{e(f.location.column)}</code></td><td>{e(f.rule_id)}</td>"
+            f"<td><code class=\"preview\">{e(f.preview)}</code></td>"
+            f"<td>{a.entry}</td><td>{e(a.reviewer)}</td><td>{e(a.reviewed)}</td>"
+            f"<td>{e(a.reason)}</td></tr>"
+            for f, a in accepted
         )
         out.append('<table id="allowlist-accepted"><thead><tr><th>shard</th><th>row</th><th>column</th><th>rule</th>'
                    "<th>preview</th><th>entry</th><th>reviewer</th><th>reviewed</th><th>reason</th></tr></thead>"
@@ -453,7 +457,10 @@ def render(report: Report, _options: object = None) -> str:
     verdict = "PASS" if decision.passed else "FAIL"
     blocking = _blocking_verdicts(report)
     # The banner differs in symbol and pattern as well as colour: pass, fail, and incomplete (exit 3).
-    gate_class, mark = ("pass", "✓") if decision.passed else ("incomplete", "⚠") if decision.exit_code == 3 else ("fail", "✗")
+    if decision.passed:
+        gate_class, mark = "pass", "✓"
+    else:
+        gate_class, mark = ("incomplete", "⚠") if decision.exit_code == 3 else ("fail", "✗")
     why = "".join(f"<li>{e(line)}</li>" for line in gate_why(report))
     cards = [
         ("shards", s.shards, False), ("rows", f"{s.rows:,}", False), ("string cells", f"{s.cells:,}", False),
@@ -466,7 +473,8 @@ def render(report: Report, _options: object = None) -> str:
         cards += [("files scanned", files.scanned, False), ("files excluded", files.excluded_total, False),
                   ("files not scanned", len(files.not_scanned), bool(files.not_scanned))]
     cards_html = "".join(
-        f'<div class="card{" alert" if alert else ""}" data-metric="{e(label)}"><b>{e(v)}</b><span>{e(label)}</span></div>'
+        f'<div class="card{" alert" if alert else ""}" '
+        f'data-metric="{e(label)}"><b>{e(v)}</b><span>{e(label)}</span></div>'
         for label, v, alert in cards
     )
     title = f"shardscan audit: {verdict}"
@@ -511,4 +519,4 @@ def render(report: Report, _options: object = None) -> str:
 <script>{_JS}</script>
 </body>
 </html>
-"""
+"""  # noqa: E501 (embedded CSS, JS and HTML: a line break would change the document)

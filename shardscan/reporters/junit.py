@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from shardscan.model import Finding
 from shardscan.report import Report
 from shardscan.reporters._common import issue_where, shard_rows, summary_numbers
 
@@ -24,7 +25,7 @@ def _x(text: object) -> str:
 def render(report: Report, _options: object = None) -> str:
     """The JUnit XML document (one ``testsuite`` named shardscan inside ``testsuites``)."""
     rows = shard_rows(report)
-    by_shard: dict[str, list] = {}
+    by_shard: dict[str, list[Finding]] = {}
     for f in report.findings:
         by_shard.setdefault(f.location.shard, []).append(f)
     failures = sum(1 for r in rows if r.blocking and not r.issues)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from shardscan.report import Report
 from shardscan.reporters._common import (
@@ -28,7 +29,7 @@ def md(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", _CONTROL.sub("", flat))
 
 
-def table(headers: list[str], rows: list[list[object]], align: list[str] | None = None) -> list[str]:
+def table(headers: list[str], rows: Sequence[Sequence[object]], align: list[str] | None = None) -> list[str]:
     """A GitHub-flavoured Markdown table; ``align`` is 'l' or 'r' per column."""
     align = align or ["l"] * len(headers)
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
@@ -107,12 +108,12 @@ def render(report: Report, _options: object = None) -> str:
             f"{len(allow.stale)} stale, {len(allow.expired)} expired.",
             "",
         ]
-        accepted = [f for f in report.findings if f.allowlist is not None]
+        accepted = [(f, f.allowlist) for f in report.findings if f.allowlist is not None]
         if accepted:
             out += table(
                 ["shard", "row", "column", "rule", "preview", "entry", "reviewer", "reviewed", "reason"],
-                [[f.location.shard, f.location.row, f.location.column, f.rule_id, f.preview, f.allowlist.entry,
-                  f.allowlist.reviewer, f.allowlist.reviewed, f.allowlist.reason] for f in accepted],
+                [[f.location.shard, f.location.row, f.location.column, f.rule_id, f.preview, a.entry,
+                  a.reviewer, a.reviewed, a.reason] for f, a in accepted],
                 ["l", "r", "l", "l", "l", "r", "l", "l", "l"],
             )
             out += [""]

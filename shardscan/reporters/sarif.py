@@ -21,11 +21,10 @@ Mapping decisions (the SARIF spec has no notion of a table cell):
 
 from __future__ import annotations
 
-import json
 from urllib.parse import quote
 
-from shardscan.model import Finding, ScanIssue, Status
-from shardscan.report import Report
+from shardscan.model import Finding, ScanIssue, Severity, Status, Verdict
+from shardscan.report import JsonObject, Report
 from shardscan.reporters._common import entry_text, files_dict, pretty_json, summary_numbers
 
 # The column of text-file cells (shardscan.filescan.TEXT_COLUMN; reporters import no engine module).
@@ -34,9 +33,14 @@ SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas
 FINGERPRINT_KEY = "shardscan/secretSha256/v1"
 
 # SARIF ``level`` per rule severity (the rule default) ...
-_SEVERITY_LEVEL = {"critical": "error", "high": "error", "medium": "warning", "low": "note", "info": "note"}
+_SEVERITY_LEVEL: dict[str, str] = {
+    Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: "warning",
+    Severity.LOW: "note", Severity.INFO: "note",
+}
 # ... and GitHub's ``security-severity`` score, which drives its critical/high/medium/low labels.
-_SECURITY_SEVERITY = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0", "info": "1.0"}
+_SECURITY_SEVERITY: dict[str, str] = {
+    Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.5", Severity.LOW: "3.0", Severity.INFO: "1.0",
+}
 
 
 def _uri(shard: str) -> str:
@@ -51,10 +55,10 @@ def _level(finding: Finding, report: Report) -> str:
     policy = report.policy
     if finding.blocking or policy.strict or finding.verdict in policy.blocking_verdicts:
         return "error"
-    return "warning" if str(finding.verdict) == "expired" else "note"
+    return "warning" if finding.verdict == Verdict.EXPIRED else "note"
 
 
-def _region(finding: Finding) -> dict:
+def _region(finding: Finding) -> JsonObject:
     """The 1-based row as the line; in a text file (column ``__text__``) the row is the line and
     ``start`` the character in it, so the region is exact."""
     region = {"startLine": max(finding.location.row, 0) + 1}
@@ -63,11 +67,11 @@ def _region(finding: Finding) -> dict:
     return region
 
 
-def _result(finding: Finding, rule_index: dict[str, int], report: Report) -> dict:
+def _result(finding: Finding, rule_index: dict[str, int], report: Report) -> JsonObject:
     loc = finding.location
     where = f"{loc.shard} row {loc.row} {loc.column}" + (f" (role {loc.role})" if loc.role else "")
     text = f"{finding.kind} credential ({finding.verdict}: {finding.detail}) {finding.preview} at {where}"
-    result: dict = {
+    result: JsonObject = {
         "ruleId": finding.rule_id,
         "level": _level(finding, report),
         "message": {"text": text},
@@ -110,7 +114,7 @@ def _result(finding: Finding, rule_index: dict[str, int], report: Report) -> dic
         result["ruleIndex"] = rule_index[finding.rule_id]
     if finding.status == Status.ALLOWLISTED:
         allow = finding.allowlist
-        suppression: dict = {"kind": "external", "status": "accepted"}
+        suppression: JsonObject = {"kind": "external", "status": "accepted"}
         if allow is not None:
             suppression["justification"] = allow.reason
             suppression["properties"] = {
@@ -120,13 +124,13 @@ def _result(finding: Finding, rule_index: dict[str, int], report: Report) -> dic
     return result
 
 
-def _issue_notification(issue: ScanIssue) -> dict:
+def _issue_notification(issue: ScanIssue) -> JsonObject:
     where = issue.shard
     if issue.row_group is not None:
         where += f" row group {issue.row_group}"
     if issue.row is not None:
         where += f" row {issue.row}"
-    note: dict = {
+    note: JsonObject = {
         "level": "error",
         "message": {"text": f"{issue.kind}: {where}: {issue.message}"},
         "descriptor": {"id": f"shardscan/{issue.kind}"},
@@ -139,7 +143,7 @@ def _issue_notification(issue: ScanIssue) -> dict:
     return note
 
 
-def sarif_dict(report: Report) -> dict:
+def sarif_dict(report: Report) -> JsonObject:
     """The SARIF log as plain data."""
     rules = list(report.rules)
     known = {r.id for r in rules}
@@ -150,7 +154,8 @@ def sarif_dict(report: Report) -> dict:
             "name": r.name,
             "shortDescription": {"text": r.name},
             "fullDescription": {"text": r.description or r.name},
-            "help": {"text": f"{r.description} Remove or rotate the credential, or accept it with a reviewed allowlist entry."},
+            "help": {"text": f"{r.description} Remove or rotate the credential, or accept it with a reviewed allowlist "
+                             "entry."},
             "defaultConfiguration": {"level": _SEVERITY_LEVEL.get(r.severity, "warning")},
             "properties": {
                 "kind": r.kind,
@@ -177,10 +182,10 @@ def sarif_dict(report: Report) -> dict:
                         "level": "error" if report.policy.fail_on_stale else "warning",
                         "message": {"text": f"{state} allowlist entry: {entry_text(entry)}"},
                         "descriptor": {"id": f"shardscan/allowlist-{state}"},
-                        "properties": {"entry": json.loads(json.dumps(entry, default=str))},
+                        "properties": {"entry": entry.to_dict()},
                     }
                 )
-    invocation: dict = {
+    invocation: JsonObject = {
         "executionSuccessful": decision.exit_code != 3,
         "exitCode": decision.exit_code,
         "exitCodeDescription": decision.reason,
@@ -193,7 +198,7 @@ def sarif_dict(report: Report) -> dict:
     if not config_notes:
         del invocation["toolConfigurationNotifications"]
     s = report.stats
-    run = {
+    run: JsonObject = {
         "tool": {
             "driver": {
                 "name": "shardscan",

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from shardscan.model import Finding
+from shardscan.model import Finding, Verdict
 from shardscan.report import Report
+from shardscan.reporters import RenderOptions
 from shardscan.reporters._common import (
     decision_line,
     entry_text,
@@ -24,16 +25,16 @@ from shardscan.reporters._common import (
 )
 from shardscan.sizes import format_size
 
-_VERDICT_STYLE = {
-    "valid": "bold red",
-    "unverified": "red",
-    "encrypted": "yellow",
-    "expired": "green",
-    "invalid": "green",
-    "example": "cyan",
-    "redacted": "cyan",
-    "test-mode": "yellow",
-    "local-only": "yellow",
+_VERDICT_STYLE: dict[str, str] = {
+    Verdict.VALID: "bold red",
+    Verdict.UNVERIFIED: "red",
+    Verdict.ENCRYPTED: "yellow",
+    Verdict.EXPIRED: "green",
+    Verdict.INVALID: "green",
+    Verdict.EXAMPLE: "cyan",
+    Verdict.REDACTED: "cyan",
+    Verdict.TEST_MODE: "yellow",
+    Verdict.LOCAL_ONLY: "yellow",
 }
 
 # Above this many shards the summary lists only shards with findings or errors: a 1,000-shard
@@ -83,7 +84,7 @@ def _hung(console: Console, text: Text, hang: int) -> Text:
 _WORD = re.compile(r"\S+\s*")
 
 
-def render(report: Report, options) -> str:
+def render(report: Report, options: RenderOptions) -> str:
     """The human-readable audit as text, with ANSI colour only when ``options.color``.
 
     ``options.quiet`` prints just the gate decision line.
@@ -158,7 +159,9 @@ def _shards(console: Console, report: Report, table_box: box.Box | None, width: 
     if not shown:
         _say(console, _t(f"Shards: all {len(rows)} clean and read completely"))
         return
-    title = "Shards" + (f" ({len(shown)} with findings or errors; {hidden} clean shard(s) not listed)" if hidden else "")
+    title = "Shards"
+    if hidden:
+        title += f" ({len(shown)} with findings or errors; {hidden} clean shard(s) not listed)"
     headers = ("rows", "cells", "bytes", "findings", "by verdict", "blocking", "errors")
     longest = max(len(_one_line(r.shard)) for r in shown)
     # The numbers need about 60 columns next to the shard name; below that, a line per shard.

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import pyarrow as pa
+
+from shardscan.engine import Scanner, ScanOptions
 from shardscan.ruleset.model import Example, Rule, Ruleset
 from shardscan.synth import expand
 
@@ -30,8 +33,6 @@ def check_ruleset(ruleset: Ruleset, only: set[str] | None = None) -> list[Exampl
     given); a negative example must yield none. Matching happens with the whole rule set, as in a
     scan, so overlaps between rules are accounted for.
     """
-    from shardscan.engine import Scanner, ScanOptions
-
     scanner = Scanner(ruleset, ScanOptions(now=CHECK_CLOCK))
     results: list[ExampleResult] = []
     for rule in ruleset.rules:
@@ -46,7 +47,7 @@ def check_ruleset(ruleset: Ruleset, only: set[str] | None = None) -> list[Exampl
     return results
 
 
-def _check(scanner, rule: Rule, example: Example, index: int, positive: bool) -> ExampleResult:
+def _check(scanner: Scanner, rule: Rule, example: Example, index: int, positive: bool) -> ExampleResult:
     text = expand(example.text, seed=f"{rule.id}:{index}")
     # (A rule with prefilter patterns is selected by them, which the next check covers; its
     # keywords may only appear once the text is decoded.)
@@ -63,16 +64,16 @@ def _check(scanner, rule: Rule, example: Example, index: int, positive: bool) ->
         others = sorted({f.rule_id for f in findings})
         extra = f" (matched {', '.join(others)} instead)" if others else ""
         return ExampleResult(rule.id, True, index, False, f"example {index + 1} not detected{extra}")
-    if positive and example.verdict and all(str(f.verdict) != example.verdict for f in mine):
+    if positive and example.verdict and all(f.verdict != example.verdict for f in mine):
         got = ", ".join(sorted({str(f.verdict) for f in mine}))
-        return ExampleResult(rule.id, True, index, False, f"example {index + 1}: verdict {got}, expected {example.verdict}")
+        return ExampleResult(rule.id, True, index, False, f"example {index + 1}: verdict {got}, expected "
+                                                          f"{example.verdict}")
     if not positive and mine:
-        return ExampleResult(rule.id, False, index, False, f"negative example {index + 1} was detected ({mine[0].preview})")
+        return ExampleResult(rule.id, False, index, False, f"negative example {index + 1} was detected "
+                                                           f"({mine[0].preview})")
     return ExampleResult(rule.id, positive, index, True)
 
 
-def _selected(scanner, text: str) -> bool:
+def _selected(scanner: Scanner, text: str) -> bool:
     """Whether a scan's prefilter would hand ``text`` to the detector (examples run the whole pipeline)."""
-    import pyarrow as pa
-
     return bool(scanner.prefilter.mask(pa.array([text], pa.large_string()))[0])

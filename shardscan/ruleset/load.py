@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,18 @@ import yaml
 
 from shardscan import arrow_compute
 from shardscan.errors import ConfigError
+from shardscan.model import Severity, Verdict
 from shardscan.ruleset.model import SEVERITIES, Example, Rule, Ruleset
+from shardscan.ruleset.safety import backtracking_risk
 from shardscan.safe_yaml import SAFE_LOADER
 from shardscan.synth import has_template
+from shardscan.verifiers import VERIFIERS
+
+# Builds the error for one rule (``file: rule-id: what is wrong``) for the caller to raise.
+Fail = Callable[[str], ConfigError]
 
 _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_VERDICTS: tuple[str, ...] = tuple(str(v) for v in Verdict)
 _REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
 _OPTIONAL = (
     "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords",
@@ -125,7 +132,9 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
         raise ConfigError(f"{label}: rule #{index + 1}: missing required field 'id' (a kebab-case string)")
     if not _ID.fullmatch(rule_id):
         # Name the offending id (shortened: it is user text) so the author can find the rule.
-        raise ConfigError(f"{label}: {rule_id[:60]}: 'id' must be kebab-case (lowercase letters, digits, single dashes)")
+        raise ConfigError(
+            f"{label}: {rule_id[:60]}: 'id' must be kebab-case (lowercase letters, digits, single dashes)"
+        )
 
     def fail(message: str) -> ConfigError:
         return ConfigError(f"{label}: {rule_id}: {message}")
@@ -171,13 +180,14 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
     for example in examples:
         # Templated examples are checked after expansion, by ``rules check``.
         if not has_template(example.text) and not any(k in example.text for k in keywords):
-            raise fail(f"example {example.text[:40]!r} contains none of the rule's keywords (the prefilter would skip it)")
+            raise fail(f"example {example.text[:40]!r} contains none of the rule's keywords (the prefilter would skip "
+                       "it)")
     return Rule(
         id=rule_id,
         kind=raw["kind"],
         name=raw["name"].strip(),
         description=" ".join(raw["description"].split()),
-        severity=raw["severity"],
+        severity=Severity(raw["severity"]),
         keywords=tuple(keywords),
         pattern=pattern,
         pattern_source=raw["pattern"],
@@ -212,7 +222,7 @@ def _python_ok(pattern: str) -> bool:
     return True
 
 
-def _string_list(raw: dict, key: str, fail, required: bool = False) -> list[str]:
+def _string_list(raw: dict[str, Any], key: str, fail: Fail, required: bool = False) -> list[str]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise fail(f"'{key}' must be a list of non-empty strings")
@@ -221,15 +231,13 @@ def _string_list(raw: dict, key: str, fail, required: bool = False) -> list[str]
     return value
 
 
-def _check_verifiers(names: list[str], fail) -> None:
-    from shardscan.verifiers import VERIFIERS
-
+def _check_verifiers(names: list[str], fail: Fail) -> None:
     for name in names:
         if name not in VERIFIERS:
             raise fail(f"unknown verifier '{name}' (known: {', '.join(sorted(VERIFIERS))})")
 
 
-def _compile_pattern(source: str, fail) -> regex.Pattern:
+def _compile_pattern(source: str, fail: Fail) -> regex.Pattern[str]:
     if len(source) > _MAX_PATTERN_CHARS:
         raise fail(f"pattern longer than {_MAX_PATTERN_CHARS} characters")
     try:
@@ -238,15 +246,13 @@ def _compile_pattern(source: str, fail) -> regex.Pattern:
         raise fail(f"pattern does not compile: {exc}") from None
     if "secret" not in pattern.groupindex:
         raise fail("pattern has no named group 'secret'")
-    from shardscan.ruleset.safety import backtracking_risk
-
     risk = backtracking_risk(source)
     if risk:
         raise fail(f"pattern risks catastrophic backtracking: {risk}")
     return pattern
 
 
-def _examples(raw: dict, key: str, fail) -> tuple[Example, ...]:
+def _examples(raw: dict[str, Any], key: str, fail: Fail) -> tuple[Example, ...]:
     value = raw.get(key, [])
     if not isinstance(value, list):
         raise fail(f"'{key}' must be a list")
@@ -255,7 +261,10 @@ def _examples(raw: dict, key: str, fail) -> tuple[Example, ...]:
         if isinstance(item, str):
             out.append(Example(item))
         elif isinstance(item, dict) and isinstance(item.get("text"), str) and set(item) <= {"text", "verdict"}:
-            out.append(Example(item["text"], item.get("verdict")))
+            verdict = item.get("verdict")
+            if verdict is not None and verdict not in _VERDICTS:
+                raise fail(f"an example's 'verdict' must be one of {', '.join(_VERDICTS)}")
+            out.append(Example(item["text"], None if verdict is None else Verdict(verdict)))
         else:
             raise fail(f"each of '{key}' must be a string or a mapping with 'text' (and optional 'verdict')")
     return tuple(out)

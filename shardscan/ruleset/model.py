@@ -9,7 +9,9 @@ from functools import lru_cache
 
 import regex
 
-SEVERITIES = ("critical", "high", "medium", "low", "info")
+from shardscan.model import Severity, Verdict
+
+SEVERITIES: tuple[str, ...] = tuple(str(s) for s in Severity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +19,7 @@ class Example:
     """A rule example: text (possibly a ``{{generator}}`` template) and, optionally, its expected verdict."""
 
     text: str
-    verdict: str | None = None
+    verdict: Verdict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +30,9 @@ class Rule:
     kind: str
     name: str
     description: str
-    severity: str
+    severity: Severity
     keywords: tuple[str, ...]
-    pattern: regex.Pattern = field(repr=False, compare=False)
+    pattern: regex.Pattern[str] = field(repr=False, compare=False)
     pattern_source: str
     source: str
     min_entropy: float | None = None
@@ -142,7 +144,7 @@ class Ruleset:
 
     def _declared_by_every_rule(self, field_name: str) -> tuple[str, ...]:
         """Keywords that every rule listing them also lists in its ``field_name``."""
-        declared = []
+        declared: list[str] = []
         for keyword in self.keywords:
             listing = [rule for rule in self.rules if keyword in rule.keywords]
             if listing and all(keyword in getattr(rule, field_name) for rule in listing):
@@ -161,7 +163,8 @@ class Ruleset:
         for rule in self.rules:
             h.update(
                 repr(
-                    (rule.id, rule.kind, rule.severity, rule.keywords, rule.pattern_source, rule.min_entropy,
+                    # The severity as its text: the digest predates the enum and names reports and caches.
+                    (rule.id, rule.kind, str(rule.severity), rule.keywords, rule.pattern_source, rule.min_entropy,
                      rule.stopwords, rule.verify, rule.token_keywords, rule.context_keywords, rule.fallback)
                     + ((rule.prefilter,) if rule.prefilter else ())
                 ).encode()

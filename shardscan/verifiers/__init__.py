@@ -8,15 +8,12 @@ matters: ``AKIAIOSFODNN7EXAMPLE`` contains "EXAMPLE" and must come out ``example
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.age import check_age
 from shardscan.verifiers.anthropic import check_anthropic
 from shardscan.verifiers.aws import check_aws_key_id, check_aws_secret
 from shardscan.verifiers.azure import check_azure_storage_key
+from shardscan.verifiers.base import Verifier, VerifyContext
 from shardscan.verifiers.credential import (
     check_basic_auth,
     check_connection_string,
@@ -40,20 +37,11 @@ from shardscan.verifiers.sk_key import check_sk_key
 from shardscan.verifiers.slack import check_slack
 from shardscan.verifiers.stripe import check_stripe
 
+__all__ = [
+    "ALWAYS_FIRST", "NO_CHECK", "VERIFIERS", "Verifier", "VerifyContext", "prepare_verifiers", "verify_candidate",
+]
 
-@dataclass(frozen=True, slots=True)
-class VerifyContext:
-    """What a verifier may know besides the candidate: the clock (settable for tests and audits)
-    and the text of the cell it was found in (plaintext: repr leaves it out)."""
-
-    now: datetime
-    kind: str
-    text: str = field(default="", repr=False, compare=False)
-
-
-Verifier = Callable[[Candidate, VerifyContext], Verification | None]
-"""A verifier returns a Verification, or None when it has no opinion on this candidate."""
-
+# The registry: the names rules use in ``verify:``, each to its check.
 VERIFIERS: dict[str, Verifier] = {
     "example": check_example,
     "placeholder": check_placeholder,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 _CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 _GENERATOR = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
@@ -30,7 +31,7 @@ def bech32_valid(text: str) -> bool:
     return bech32_polymod(values) == 1
 
 
-def check_age(candidate: Candidate, _context: object) -> Verification | None:
+def check_age(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``valid`` when the bech32 checksum holds and the key is 32 bytes; ``invalid`` otherwise."""
     key = candidate.secret
     if not bech32_valid(key):

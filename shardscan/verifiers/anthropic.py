@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 # Prefix, 93 random characters from [A-Za-z0-9_-], then "AA".
 BODY_CHARS = 93
@@ -17,7 +18,7 @@ _KEY = re.compile(r"(sk-ant-(api|admin|oat|ort)([0-9]{2})-)([A-Za-z0-9_-]*)")
 _NAMES = {"api": "API key", "admin": "Admin API key", "oat": "OAuth access token", "ort": "OAuth refresh token"}
 
 
-def check_anthropic(candidate: Candidate, _context: object) -> Verification | None:
+def check_anthropic(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``valid`` when the body is exactly 93 characters followed by ``AA``; ``invalid`` otherwise."""
     match = _KEY.fullmatch(candidate.secret)
     if match is None:
@@ -35,6 +36,7 @@ def check_anthropic(candidate: Candidate, _context: object) -> Verification | No
         ending = "ends in AA" if rest.endswith("AA") else "does not end in AA"
         return Verification(
             Verdict.INVALID,
-            f"{name} of {len(candidate.secret)} characters that {ending} (real keys: {expected}, ending AA): invented or cut",
+            f"{name} of {len(candidate.secret)} characters that {ending} (real keys: {expected}, ending AA): invented "
+            "or cut",
         )
     return Verification(Verdict.VALID, f"{name}, {expected} characters ending in AA: well-formed")

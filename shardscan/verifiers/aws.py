@@ -14,6 +14,7 @@ import binascii
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import printable_base64
 from shardscan.verifiers.example import known_examples
 from shardscan.verifiers.placeholder import placeholder_reason
@@ -72,8 +73,9 @@ def _documentation_account(account: str | None) -> Verification | None:
     return None
 
 
-def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
-    """Checks the base32 key-ID alphabet, decodes the account ID (documentation accounts: example) and pairs an adjacent secret key."""
+def check_aws_key_id(candidate: Candidate, context: VerifyContext) -> Verification | None:
+    """Checks the base32 key-ID alphabet, decodes the account ID (documentation accounts: example)
+    and pairs an adjacent secret key."""
     key_id = candidate.secret
     match = _KEY_ID.fullmatch(key_id)
     if match is None:
@@ -81,7 +83,8 @@ def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
     prefix, body = match.groups()
     bad = re.search(r"[0189]", body)
     if bad:
-        return Verification(Verdict.INVALID, "contains 0, 1, 8 or 9, outside the base32 key-ID alphabet: not an AWS key ID")
+        return Verification(Verdict.INVALID, "contains 0, 1, 8 or 9, outside the base32 key-ID alphabet: not an AWS "
+                                             "key ID")
     name = _PREFIXES.get(prefix, "access key ID (A3T prefix)")
     account = account_id(key_id)
     if documented := _documentation_account(account):
@@ -114,7 +117,7 @@ def check_aws_key_id(candidate: Candidate, context) -> Verification | None:
     return Verification(Verdict.UNVERIFIED, ", ".join(pieces))
 
 
-def check_aws_secret(candidate: Candidate, context) -> Verification | None:
+def check_aws_secret(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Verdict for an AWS secret access key: shape only (no offline check can prove one)."""
     secret = candidate.secret
     reason = looks_like_secret_key(secret)
@@ -126,5 +129,7 @@ def check_aws_secret(candidate: Candidate, context) -> Verification | None:
         if documented := _documentation_account(account):
             return documented
         where = f" (account {account})" if account else ""
-        return Verification(Verdict.UNVERIFIED, f"AWS secret access key next to its key ID{where}: a usable pair; no offline check")
-    return Verification(Verdict.UNVERIFIED, "AWS secret access key (assigned to a secret-key variable); no offline check")
+        return Verification(Verdict.UNVERIFIED, f"AWS secret access key next to its key ID{where}: a usable pair; no "
+                                                "offline check")
+    return Verification(Verdict.UNVERIFIED, "AWS secret access key (assigned to a secret-key variable); no offline "
+                                            "check")

@@ -7,6 +7,7 @@ import binascii
 import json
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 _B64URL = re.compile(r"[A-Za-z0-9_-]*")
 _UNSAFE = re.compile(r"[^\x20-\x7e]")
@@ -35,7 +36,7 @@ def printable_base64(value: str) -> str | None:
     return data.decode("ascii") if data and all(32 <= byte < 127 for byte in data) else None
 
 
-def json_object(data: bytes | None, max_bytes: int = 64 * 1024) -> dict | None:
+def json_object(data: bytes | None, max_bytes: int = 64 * 1024) -> dict[str, Any] | None:
     """Parse ``data`` as a JSON object; None when it is not one (or is too large to be a JWT part)."""
     if data is None or len(data) > max_bytes:
         return None
@@ -75,7 +76,7 @@ def ago(moment: datetime, now: datetime) -> str:
     seconds = (moment - now).total_seconds()
     past = seconds < 0
     seconds = abs(seconds)
-    for unit, size in (("year", 365.25 * 86400), ("month", 30.44 * 86400), ("day", 86400), ("hour", 3600),
+    for unit, size in (("year", 365.25 * 86400), ("month", 30.44 * 86400), ("day", 86400), ("hour", 3600),  # noqa: B007 -- read after the loop
                        ("minute", 60)):
         if seconds >= size:
             n = int(seconds // size)

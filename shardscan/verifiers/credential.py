@@ -16,6 +16,7 @@ import re
 from collections import Counter
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import safe_text
 from shardscan.verifiers.placeholder import _ELISION, _LONG_PLACEHOLDERS, _SEQUENCES, is_word_like, placeholder_reason
 
@@ -27,7 +28,20 @@ MIN_GENERIC_ENTROPY = 3.0
 
 # The documented defaults of well-known images and tools, and the placeholders people type.
 DEFAULT_PASSWORDS = frozenset(
-    ["password", "passwd", "pass", "pwd", "secret", "changeme", "change_me", "changeit", "admin", "administrator", "root", "toor", "guest", "postgres", "mysql", "mariadb", "mongo", "mongodb", "redis", "rabbitmq", "minioadmin", "minio", "elastic", "kibana", "neo4j", "oracle", "sa", "test", "testing", "tester", "example", "sample", "default", "demo", "dummy", "fake", "foo", "bar", "foobar", "baz", "letmein", "qwerty", "user", "username", "login", "none", "null", "nil", "empty", "undefined", "true", "false", "secret123", "password1", "password123", "pass123", "admin123", "root123", "test123", "testpass", "testpassword", "mypassword", "mypass", "mysecret", "yourpassword", "your_password", "your-password", "supersecret", "s3cr3t", "p@ssw0rd", "p@ssword", "passw0rd", "hunter2", "abc123", "abcd1234", "12345678", "123456789", "1234567890", "87654321", "11111111", "00000000", "iloveyou", "welcome", "welcome1", "trustno1", "dbpassword", "db_password", "dbpass", "db_pass", "apipassword", "userpassword", "user_password", "adminpassword", "admin_password", "rootpassword", "root_password", "secretpassword", "secret_password", "development", "dev", "local", "localdev", "devpassword", "dev_password", "testsecret", "test_secret", "mysecretpassword", "yoursecret", "changemenow"]
+    [
+        "password", "passwd", "pass", "pwd", "secret", "changeme", "change_me", "changeit", "admin", "administrator",
+        "root", "toor", "guest", "postgres", "mysql", "mariadb", "mongo", "mongodb", "redis", "rabbitmq", "minioadmin",
+        "minio", "elastic", "kibana", "neo4j", "oracle", "sa", "test", "testing", "tester", "example", "sample",
+        "default", "demo", "dummy", "fake", "foo", "bar", "foobar", "baz", "letmein", "qwerty", "user", "username",
+        "login", "none", "null", "nil", "empty", "undefined", "true", "false", "secret123", "password1", "password123",
+        "pass123", "admin123", "root123", "test123", "testpass", "testpassword", "mypassword", "mypass", "mysecret",
+        "yourpassword", "your_password", "your-password", "supersecret", "s3cr3t", "p@ssw0rd", "p@ssword", "passw0rd",
+        "hunter2", "abc123", "abcd1234", "12345678", "123456789", "1234567890", "87654321", "11111111", "00000000",
+        "iloveyou", "welcome", "welcome1", "trustno1", "dbpassword", "db_password", "dbpass", "db_pass", "apipassword",
+        "userpassword", "user_password", "adminpassword", "admin_password", "rootpassword", "root_password",
+        "secretpassword", "secret_password", "development", "dev", "local", "localdev", "devpassword", "dev_password",
+        "testsecret", "test_secret", "mysecretpassword", "yoursecret", "changemenow"
+    ]
 )
 # A value written as a reference to another value: shell and compose variables, templates of
 # Helm/Jinja/Go/Mustache, printf and Python formats, code that reads the environment or a prompt.
@@ -38,7 +52,8 @@ _TEMPLATE = re.compile(
 )
 _MASK = re.compile(r"^(?:\*+|x+|X+|•+|\.+|#+|-+|_+|\?+)$|\*{3,}|•{3,}|x{4,}|X{4,}|redacted|hidden|masked|omitted", re.I)
 # "your-db-password-here", "your_api_key", "<…>" forms and friends.
-_YOUR = re.compile(r"^(?:your|my|enter|insert|put|add|some|the)[-_ ]?[a-z]|[-_ ]here$|^replace|^todo|^fixme|^tbd$", re.I)
+_YOUR = re.compile(r"^(?:your|my|enter|insert|put|add|some|the)[-_ ]?[a-z]|[-_ ]here$|^replace|^todo|^fixme|^tbd$",
+                   re.I)
 _CODE_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|->|::)[A-Za-z_][A-Za-z0-9_]*)+$|^[A-Za-z_][A-Za-z0-9_.]*[(\[]")
 
 
@@ -134,7 +149,8 @@ def _judged(value: str, what: str, user: str | None, host: str | None, name: str
     who = f" (user {safe_text(user, 40)})" if user else ""
     scope, shown = host_scope(host)
     if scope == "local":
-        return Verification(Verdict.LOCAL_ONLY, f"{what}{who} on {shown} (local-only: reachable inside the sandbox only)")
+        return Verification(Verdict.LOCAL_ONLY, f"{what}{who} on {shown} (local-only: reachable inside the sandbox "
+                                                "only)")
     if scope == "example":
         return Verification(Verdict.EXAMPLE, f"{what}{who} on {shown} (a documentation host)")
     if scope == "remote":
@@ -147,14 +163,14 @@ _SCHEME_NAMES = {"postgres": "postgres", "postgresql": "postgres", "mongodb+srv"
                  "ldaps": "ldap"}
 
 
-def check_connection_string(candidate: Candidate, _context: object) -> Verification | None:
+def check_connection_string(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """A password in the userinfo of a URL (``scheme://user:password@host``)."""
     scheme = (candidate.group("scheme") or "").lower()
     service = _SCHEME_NAMES.get(scheme, scheme) or "a service"
     return _judged(candidate.secret, f"password for {service}", candidate.group("user"), candidate.group("host"))
 
 
-def check_basic_auth(candidate: Candidate, _context: object) -> Verification | None:
+def check_basic_auth(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``Authorization: Basic`` or a Docker ``auth`` field: base64 of ``user:password``, decoded."""
     try:
         raw = base64.b64decode(candidate.secret + "=" * (-len(candidate.secret) % 4), validate=True)
@@ -181,7 +197,8 @@ _CONTAINER_CONTEXT = re.compile(r"(?m)^[ \t]*(?:image|services):|docker(?:-compo
 
 # Where a command line names the host it connects to: -h/--host, a URL, user@host (ssh, scp).
 _HOST_ARG = re.compile(
-    r"(?:^|[\s,{(])(?:-h[ \t]?|--host[= ]|['\"]?host(?:name)?['\"]?[ \t]{0,3}[:=][ \t]{0,3})['\"]?(?P<a>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\])"
+    r"(?:^|[\s,{(])(?:-h[ \t]?|--host[= ]|['\"]?host(?:name)?['\"]?[ \t]{0,3}[:=][ "
+    r"\t]{0,3})['\"]?(?P<a>[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\])"
     r"|://(?:[^/@\s'\"]*@)?(?P<b>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)"
     r"|(?:^|\s)[A-Za-z0-9_.\-]{1,64}@(?P<c>[A-Za-z0-9_.\-]+)"
 )
@@ -195,7 +212,7 @@ def _host_on_command_line(*parts: str | None) -> str | None:
     return None
 
 
-def check_password(candidate: Candidate, context: object) -> Verification | None:
+def check_password(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """A password assigned to a credential name, or given on a command line."""
     name = candidate.group("name")
     tool = candidate.group("tool")
@@ -203,7 +220,7 @@ def check_password(candidate: Candidate, context: object) -> Verification | None
         else "password"
     host = candidate.group("host") or _host_on_command_line(candidate.group("args"), candidate.group("rest"))
     verdict = _judged(candidate.secret, what, candidate.group("user"), host, name)
-    text = getattr(context, "text", "")
+    text = context.text
     if verdict.verdict == Verdict.UNVERIFIED and name and _IMAGE_INIT.match(name.strip("\"'").upper()) \
             and _CONTAINER_CONTEXT.search(text):
         return Verification(Verdict.LOCAL_ONLY, f"{what}: sets the password of a container an image starts "
@@ -214,7 +231,7 @@ def check_password(candidate: Candidate, context: object) -> Verification | None
     return verdict
 
 
-def check_generic_secret(candidate: Candidate, _context: object) -> Verification | None:
+def check_generic_secret(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """A value assigned to a secret, token or API-key name: reported when it looks generated."""
     name = safe_text(candidate.group("name") or "a secret name", 40)
     value = candidate.secret

@@ -11,6 +11,7 @@ import re
 from datetime import UTC, datetime
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import b64url_decode
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -40,7 +41,13 @@ def _judge_id(value: str, what: str, now: datetime) -> str | None:
     return None
 
 
-def check_discord(candidate: Candidate, context) -> Verification | None:
+def _minted_on(value: str) -> str:
+    """The day a snowflake (already judged plausible) was minted."""
+    moment = snowflake_time(value)
+    return moment.date().isoformat() if moment is not None else "an unknown day"
+
+
+def check_discord(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """``unverified`` for a token or webhook whose id is a plausible snowflake; ``invalid`` otherwise."""
     now = context.now if context.now.tzinfo else context.now.replace(tzinfo=UTC)
     webhook = _WEBHOOK.fullmatch(candidate.secret)
@@ -49,7 +56,7 @@ def check_discord(candidate: Candidate, context) -> Verification | None:
         if problem:
             return Verification(Verdict.INVALID, f"Discord webhook URL whose {problem[4:]}: invented")
         return Verification(Verdict.UNVERIFIED, f"Discord webhook (id {webhook.group(1)}, created "
-                                                f"{snowflake_time(webhook.group(1)).date().isoformat()}): anyone can post "
+                                                f"{_minted_on(webhook.group(1))}): anyone can post "
                                                 "to the channel with it")
     head = candidate.secret.split(".")[0]
     decoded = b64url_decode(head)
@@ -59,4 +66,4 @@ def check_discord(candidate: Candidate, context) -> Verification | None:
         return Verification(Verdict.INVALID, f"Discord bot token shape, but {problem} (real tokens encode the bot's "
                                              "user id): invented or mangled")
     return Verification(Verdict.UNVERIFIED, f"Discord bot token of user id {user} (account created "
-                                            f"{snowflake_time(user).date().isoformat()}): controls the bot")
+                                            f"{_minted_on(user)}): controls the bot")

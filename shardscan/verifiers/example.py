@@ -9,16 +9,36 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import yaml
 
 from shardscan.errors import ConfigError
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.safe_yaml import SAFE_LOADER
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import b64url_decode, json_object, safe_text
 
 EXAMPLES_FILE = Path(__file__).with_name("known_examples.yaml")
 _LABEL = "shardscan/verifiers/known_examples.yaml"
+_Value = TypeVar("_Value")
+
+
+@dataclass(frozen=True, slots=True)
+class ExamplePattern:
+    """Documented values of a kind given as a pattern (a family of sample keys), and their name."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NamedValue(Generic[_Value]):
+    """A documented sample (a JWT payload, an HMAC secret) and its name."""
+
+    value: _Value
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +46,9 @@ class KnownExamples:
     """The documented values, indexed for constant-time lookup."""
 
     values: dict[tuple[str, str], str]  # (kind, sha256 hex of the value) -> name
-    patterns: tuple[tuple[str, re.Pattern[str], str], ...]  # (kind, pattern, name)
-    jwt_claims: tuple[tuple[dict, str], ...]  # (payload, name)
-    hmac_secrets: tuple[tuple[bytes, str], ...] = ()  # (documented HMAC secret, name)
+    patterns: tuple[ExamplePattern, ...]
+    jwt_claims: tuple[NamedValue[dict[str, Any]], ...]  # documented payloads
+    hmac_secrets: tuple[NamedValue[bytes], ...] = ()  # documented HMAC secrets
     # The signature segments of the documented JWTs (``value`` entries of kind jwt), by name.
     jwt_signatures: dict[str, str] = field(default_factory=dict)
     # Published test private keys: the SHA-256 of their key material (DER, or the OpenSSH blob), by name.
@@ -39,9 +59,9 @@ class KnownExamples:
         name = self.values.get((kind, _sha256(secret)))
         if name:
             return name
-        for pattern_kind, pattern, pattern_name in self.patterns:
-            if pattern_kind == kind and pattern.fullmatch(secret):
-                return pattern_name
+        for documented in self.patterns:
+            if documented.kind == kind and documented.pattern.fullmatch(secret):
+                return documented.name
         if kind == "jwt":
             return self.lookup_claims(secret) or self.lookup_hmac_secret(secret) or self.lookup_signature(secret)
         return None
@@ -59,9 +79,9 @@ class KnownExamples:
         signs = hmac_signer(token) if self.hmac_secrets else None
         if signs is None:
             return None
-        for key, name in self.hmac_secrets:
-            if signs(key):
-                return f"{name}, signature verifies with {safe_text(key.decode(), 40)!r}"
+        for secret in self.hmac_secrets:
+            if signs(secret.value):
+                return f"{secret.name}, signature verifies with {safe_text(secret.value.decode(), 40)!r}"
         return None
 
     def lookup_claims(self, token: str) -> str | None:
@@ -72,9 +92,9 @@ class KnownExamples:
         payload = json_object(b64url_decode(parts[1]))
         if payload is None:
             return None
-        for claims, name in self.jwt_claims:
-            if payload == claims:
-                return name
+        for claims in self.jwt_claims:
+            if payload == claims.value:
+                return claims.name
         return None
 
 
@@ -87,7 +107,8 @@ def hmac_signer(token: str) -> Callable[[bytes], bool] | None:
     if len(parts) != 3:
         return None
     header = json_object(b64url_decode(parts[0]))
-    digest = _HMAC_DIGESTS.get(header.get("alg")) if header else None
+    alg = header.get("alg") if header else None
+    digest = _HMAC_DIGESTS.get(alg) if isinstance(alg, str) else None
     signature = b64url_decode(parts[2])
     if digest is None or not signature:
         return None
@@ -104,14 +125,14 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
     if not isinstance(data, dict) or not isinstance(data.get("examples"), list):
         raise ConfigError(f"{label}: expected a mapping with an 'examples' list")
     values: dict[tuple[str, str], str] = {}
-    patterns: list[tuple[str, re.Pattern[str], str]] = []
-    claims: list[tuple[dict, str]] = []
-    secrets: list[tuple[bytes, str]] = []
+    patterns: list[ExamplePattern] = []
+    claims: list[NamedValue[dict[str, Any]]] = []
+    secrets: list[NamedValue[bytes]] = []
     signatures: dict[str, str] = {}
     keys: dict[str, str] = {}
     for i, entry in enumerate(data["examples"], start=1):
         where = f"{label}: example #{i}"
-        if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or not isinstance(entry.get("name"), str):
+        if not (isinstance(entry, dict) and isinstance(entry.get("kind"), str) and isinstance(entry.get("name"), str)):
             raise ConfigError(f"{where}: needs 'kind' and 'name' strings")
         given = [k for k in _ENTRY_TYPES if k in entry]
         if len(given) != 1:
@@ -126,13 +147,13 @@ def parse_examples(data: object, label: str = _LABEL) -> KnownExamples:
             values[(kind, raw.removeprefix("sha256:"))] = name
         elif how == "pattern" and isinstance(raw, str):
             try:
-                patterns.append((kind, re.compile(raw), name))
+                patterns.append(ExamplePattern(kind, re.compile(raw), name))
             except re.error as exc:
                 raise ConfigError(f"{where}: pattern does not compile: {exc}") from None
         elif how == "jwt_claims" and isinstance(raw, dict):
-            claims.append((raw, name))
+            claims.append(NamedValue(raw, name))
         elif how == "jwt_hmac_secret" and isinstance(raw, str) and raw:
-            secrets.append((raw.encode(), name))
+            secrets.append(NamedValue(raw.encode(), name))
         elif how == "key_sha256" and isinstance(raw, str) and re.fullmatch(r"[0-9a-f]{64}", raw):
             keys[raw] = name
         else:
@@ -153,7 +174,7 @@ def known_examples() -> KnownExamples:
     return parse_examples(data)
 
 
-def check_example(candidate: Candidate, context) -> Verification | None:
+def check_example(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """``example`` when the secret is a documented value of the rule's kind; no opinion otherwise."""
     name = known_examples().lookup(candidate.secret, context.kind)
     if name is None:

@@ -11,6 +11,7 @@ import json
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import safe_text
 from shardscan.verifiers.private_key import check_private_key
 
@@ -39,7 +40,7 @@ def unescape(value: str) -> str:
     return value
 
 
-def check_gcp_service_account(candidate: Candidate, context) -> Verification | None:
+def check_gcp_service_account(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """The private key's verdict, with the project and the account's domain in the detail."""
     found = _PRIVATE_KEY.search(candidate.secret)
     if found is None:
@@ -50,7 +51,10 @@ def check_gcp_service_account(candidate: Candidate, context) -> Verification | N
         return None
     project = _PROJECT.search(candidate.secret)
     email = _EMAIL.search(candidate.secret)
-    where = f"project {safe_text(unescape(project.group(1) or project.group(2)), 40)}" if project else "project not named"
+    if project:
+        where = f"project {safe_text(unescape(project.group(1) or project.group(2)), 40)}"
+    else:
+        where = "project not named"
     if email:
         # The account's domain tells which project it belongs to; its name is left out.
         where += f", account @{safe_text(unescape(email.group(1) or email.group(2)).rpartition('@')[2], 48)}"

@@ -17,6 +17,7 @@ import re
 import zlib
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.jwt import verify_jwt
 
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -47,13 +48,15 @@ def fine_grained_checksum(head: str) -> str:
     return base64.b32encode(hashlib.sha256(head.encode("utf-8", "surrogatepass")).digest()).decode()[:8]
 
 
-def check_github(candidate: Candidate, context) -> Verification | None:
-    """Recomputes the checksum of any GitHub token format (CRC32 of classic tokens, SHA-256 of github_pat_, the JWT inside app installation tokens); None for other strings."""
+def check_github(candidate: Candidate, context: VerifyContext) -> Verification | None:
+    """Recomputes the checksum of any GitHub token format (CRC32 of classic tokens, SHA-256 of
+    github_pat_, the JWT inside app installation tokens); None for other strings."""
     token = candidate.secret
     app = _APP_JWT.fullmatch(token)
     if app:
         outcome = verify_jwt(app.group(2), context.now, what="JWT")
-        return Verification(outcome.verdict, f"GitHub App installation token (app {app.group(1)}); embedded {outcome.detail}")
+        return Verification(outcome.verdict, f"GitHub App installation token (app {app.group(1)}); embedded "
+                                             f"{outcome.detail}")
     if _FINE_GRAINED.fullmatch(token):
         if fine_grained_checksum(token[:-16]) == token[-16:-8]:
             return Verification(Verdict.VALID, "GitHub fine-grained personal access token, SHA-256 checksum matches")
@@ -70,7 +73,8 @@ def check_github(candidate: Candidate, context) -> Verification | None:
             return Verification(Verdict.VALID, f"GitHub {name} ({prefix}_), CRC32 checksum matches")
         if prefix == "ghr" and len(body) != 36:
             # Long refresh tokens have no documented checksum layout: stay on the safe side.
-            return Verification(Verdict.UNVERIFIED, f"GitHub {name} ({prefix}_, {len(body)} characters); no documented checksum for this length")
+            return Verification(Verdict.UNVERIFIED, f"GitHub {name} ({prefix}_, {len(body)} characters); no documented "
+                                                    "checksum for this length")
         return Verification(
             Verdict.INVALID, f"GitHub {name} ({prefix}_) whose CRC32 checksum does not match: invented or mangled"
         )

@@ -7,12 +7,13 @@ import binascii
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import json_object, safe_text
 
 _CLOUD = re.compile(r"glc_([A-Za-z0-9+/]+={0,2})")
 
 
-def check_grafana(candidate: Candidate, _context: object) -> Verification | None:
+def check_grafana(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """Verdict for a ``glc_`` token (its payload must decode); None for other Grafana tokens."""
     match = _CLOUD.fullmatch(candidate.secret)
     if match is None:

@@ -11,10 +11,13 @@ as a secret, so they are ``invalid`` as credentials.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 
-from shardscan.model import Candidate, Verdict, Verification
+from shardscan.model import Candidate, Severity, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import ago, as_timestamp, b64url_decode, day, json_object, printable_base64, safe_text
 from shardscan.verifiers.example import hmac_signer
 from shardscan.verifiers.placeholder import covered_by_words
@@ -36,7 +39,7 @@ _JWE_ENC = {
 }
 
 
-def check_jwt(candidate: Candidate, context) -> Verification | None:
+def check_jwt(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Verdict for a JWS or JWE token; the clock is ``context.now``.
 
     A token signed with a placeholder key written in the same cell (``SECRET_KEY = "change-me"``
@@ -44,7 +47,7 @@ def check_jwt(candidate: Candidate, context) -> Verification | None:
     """
     outcome = verify_jwt(candidate.secret, context.now)
     if outcome.verdict in (Verdict.VALID, Verdict.UNVERIFIED, Verdict.EXPIRED):
-        key = placeholder_key_in(candidate.secret, getattr(context, "text", ""))
+        key = placeholder_key_in(candidate.secret, context.text)
         if key is not None:
             return Verification(Verdict.EXAMPLE, f"signed with a placeholder key written in the same cell "
                                                  f"({key[:4]!r}…): a test or tutorial token, anyone can mint it")
@@ -57,7 +60,19 @@ _KEY_TEXT_LIMIT = 1 << 20
 # The words placeholder keys are made of ("your-secret-key-change-in-production", "supersecretkey123",
 # "test_jwt_secret"): a key made of these and digits alone carries nothing of its project.
 _KEY_WORDS = frozenset(
-    ["a", "an", "the", "my", "your", "our", "this", "that", "is", "it", "at", "in", "to", "of", "for", "and", "or", "with", "not", "no", "do", "dont", "only", "use", "me", "here", "please", "change", "changeme", "replace", "set", "own", "new", "some", "another", "any", "real", "very", "super", "long", "random", "string", "strong", "simple", "basic", "secret", "secrets", "key", "keys", "jwt", "jws", "token", "tokens", "sign", "signing", "hmac", "hs", "auth", "access", "refresh", "session", "api", "app", "password", "pass", "value", "test", "tests", "testing", "dev", "develop", "development", "local", "demo", "example", "sample", "dummy", "fake", "mock", "default", "insecure", "unsafe", "placeholder", "todo", "temp", "temporary", "production", "prod", "staging", "env", "environment", "config", "settings", "least", "bits", "bit", "characters", "chars", "char", "min", "minimum", "max", "foo", "bar", "baz", "hello", "world", "tutorial", "course", "practice", "project", "flask", "django", "fastapi", "express", "node", "server", "backend", "generate", "generated", "unit", "used", "which", "should", "be", "changed", "encoded", "base", "fixture", "fixtures"]
+    [
+        "a", "an", "the", "my", "your", "our", "this", "that", "is", "it", "at", "in", "to", "of", "for", "and", "or",
+        "with", "not", "no", "do", "dont", "only", "use", "me", "here", "please", "change", "changeme", "replace",
+        "set", "own", "new", "some", "another", "any", "real", "very", "super", "long", "random", "string", "strong",
+        "simple", "basic", "secret", "secrets", "key", "keys", "jwt", "jws", "token", "tokens", "sign", "signing",
+        "hmac", "hs", "auth", "access", "refresh", "session", "api", "app", "password", "pass", "value", "test",
+        "tests", "testing", "dev", "develop", "development", "local", "demo", "example", "sample", "dummy", "fake",
+        "mock", "default", "insecure", "unsafe", "placeholder", "todo", "temp", "temporary", "production", "prod",
+        "staging", "env", "environment", "config", "settings", "least", "bits", "bit", "characters", "chars", "char",
+        "min", "minimum", "max", "foo", "bar", "baz", "hello", "world", "tutorial", "course", "practice", "project",
+        "flask", "django", "fastapi", "express", "node", "server", "backend", "generate", "generated", "unit", "used",
+        "which", "should", "be", "changed", "encoded", "base", "fixture", "fixtures"
+    ]
 )
 _KEY_MARKS = frozenset(["secret", "secrets", "key", "keys", "jwt", "token", "signing", "hmac", "password", "pass"])
 
@@ -127,13 +142,14 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
     alg_shown = safe_text(alg, 16)
     payload = json_object(b64url_decode(parts[1]))
     if payload is None:
-        return Verification(Verdict.INVALID, f"{alg_shown} {what} whose payload is not base64url JSON, not a usable token")
+        return Verification(Verdict.INVALID, f"{alg_shown} {what} whose payload is not base64url JSON, not a usable "
+                                             "token")
     summary = _summary(alg_shown, what, payload)
     times = _time_claims(payload)
-    if isinstance(times, str):
+    if times.problem is not None:
         # Whether the issuer's server accepts such a claim is unknown: stay on the blocking side.
-        return Verification(Verdict.UNVERIFIED, f"{summary}, {times}; expiry unknown")
-    exp, nbf = times
+        return Verification(Verdict.UNVERIFIED, f"{summary}, {times.problem}; expiry unknown")
+    exp, nbf = times.exp, times.nbf
     issued = as_timestamp(payload.get("iat"))
     if exp is not None and exp <= now:
         return Verification(Verdict.EXPIRED, f"{summary}, expired {day(exp)} ({ago(exp, now)})")
@@ -155,7 +171,8 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
     if expected is not None and len(raw_signature) not in expected:
         sizes = "/".join(str(n) for n in expected[:3]) + ("…" if len(expected) > 3 else "")
         return Verification(
-            Verdict.INVALID, f"{summary}: {len(raw_signature)}-byte signature, {alg_shown} signs with {sizes} bytes (mangled)"
+            Verdict.INVALID, f"{summary}: {len(raw_signature)}-byte signature, {alg_shown} signs with {sizes} bytes "
+                             "(mangled)"
         )
     when = _validity(exp, nbf, now, issued)
     if expected is None:
@@ -163,7 +180,7 @@ def verify_jwt(token: str, now: datetime, what: str = "JWT") -> Verification:
     return Verification(Verdict.VALID, f"{summary}, {when}")
 
 
-def _summary(alg: str, what: str, payload: dict) -> str:
+def _summary(alg: str, what: str, payload: dict[str, Any]) -> str:
     pieces = [f"{alg} {what}"]
     for claim in ("iss", "aud"):
         value = payload.get(claim)
@@ -174,8 +191,18 @@ def _summary(alg: str, what: str, payload: dict) -> str:
     return ", ".join(pieces)
 
 
-def _time_claims(payload: dict) -> tuple[datetime | None, datetime | None] | str:
-    """(exp, nbf) as datetimes, or a reason string when a present claim is not a NumericDate."""
+@dataclass(frozen=True, slots=True)
+class TimeClaims:
+    """A token's ``exp`` and ``nbf`` (None when absent), or the problem that makes them unreadable."""
+
+    exp: datetime | None = None
+    nbf: datetime | None = None
+    # Set when a present claim is not a NumericDate; ``exp`` and ``nbf`` are then not read.
+    problem: str | None = None
+
+
+def _time_claims(payload: dict[str, Any]) -> TimeClaims:
+    """``exp`` and ``nbf`` as datetimes, or the problem when a present claim is not a NumericDate."""
     out: list[datetime | None] = []
     for claim in ("exp", "nbf"):
         value = payload.get(claim)
@@ -184,9 +211,9 @@ def _time_claims(payload: dict) -> tuple[datetime | None, datetime | None] | str
             continue
         moment = as_timestamp(value)
         if moment is None:
-            return f"'{claim}' is not a NumericDate"
+            return TimeClaims(problem=f"'{claim}' is not a NumericDate")
         out.append(moment)
-    return out[0], out[1]
+    return TimeClaims(exp=out[0], nbf=out[1])
 
 
 def _validity(exp: datetime | None, nbf: datetime | None, now: datetime, issued: datetime | None) -> str:
@@ -200,13 +227,14 @@ def _validity(exp: datetime | None, nbf: datetime | None, now: datetime, issued:
 def _verify_jwe(parts: list[str], now: datetime) -> Verification:
     header = json_object(b64url_decode(parts[0]))
     if header is None or not isinstance(header.get("alg"), str) or not isinstance(header.get("enc"), str):
-        return Verification(Verdict.INVALID, "five parts but the header is not base64url JSON with alg and enc, not a JWE")
+        return Verification(Verdict.INVALID, "five parts but the header is not base64url JSON with alg and enc, not a "
+                                             "JWE")
     alg, enc = header["alg"], header["enc"]
     shown = f"JWE ({safe_text(alg, 20)}, {safe_text(enc, 20)})"
-    decoded = [b64url_decode(p) for p in parts[1:]]
-    if any(d is None for d in decoded):
+    decoded = [d for d in (b64url_decode(p) for p in parts[1:]) if d is not None]
+    if len(decoded) != 4:
         return Verification(Verdict.INVALID, f"{shown} with a part that is not base64url, malformed")
-    key, iv, ciphertext, tag = decoded  # type: ignore[misc]
+    key, iv, ciphertext, tag = decoded
     if alg == "dir" and key:
         return Verification(Verdict.INVALID, f"{shown}: direct encryption must have an empty key part, malformed")
     sizes = _JWE_ENC.get(enc)
@@ -215,7 +243,8 @@ def _verify_jwe(parts: list[str], now: datetime) -> Verification:
         if len(iv) != iv_bytes or len(tag) != tag_bytes or len(ciphertext) % block or not ciphertext:
             return Verification(
                 Verdict.INVALID,
-                f"{shown}: IV {len(iv)} bytes, tag {len(tag)} bytes; {safe_text(enc, 20)} uses {iv_bytes} and {tag_bytes} (mangled)",
+                f"{shown}: IV {len(iv)} bytes, tag {len(tag)} bytes; {safe_text(enc, 20)} uses {iv_bytes} and "
+                f"{tag_bytes} (mangled)",
             )
     payload = f"{shown}, {len(ciphertext)}-byte encrypted payload"
     return _jwe_header_times(header, now, payload) or Verification(
@@ -223,7 +252,7 @@ def _verify_jwe(parts: list[str], now: datetime) -> Verification:
     )
 
 
-def _jwe_header_times(header: dict, now: datetime, shown: str) -> Verification | None:
+def _jwe_header_times(header: dict[str, Any], now: datetime, shown: str) -> Verification | None:
     """The verdict a JWE's protected header gives by its own time claims, or None when it has none.
 
     Some issuers copy ``exp``/``nbf``/``iat`` into the protected header, which is readable without
@@ -232,9 +261,9 @@ def _jwe_header_times(header: dict, now: datetime, shown: str) -> Verification |
     the verdict: a token with ``iat`` alone may live for ever, and stays ``unverified``.
     """
     times = _time_claims(header)
-    if isinstance(times, str):
+    if times.problem is not None:
         return None  # an unreadable claim proves nothing: the token stays unverified, blocking
-    exp, nbf = times
+    exp, nbf = times.exp, times.nbf
     issued = as_timestamp(header.get("iat"))
     if exp is None and nbf is None and issued is None:
         return None
@@ -261,4 +290,5 @@ def service_role_raise(outcome: Verification, token: str) -> Verification:
     if payload is None or payload.get("role") != "service_role":
         return outcome
     return Verification(outcome.verdict, f"{outcome.detail}; role service_role: a Supabase service key, bypasses "
-                                         "row-level security", canonical=outcome.canonical, severity="critical")
+                                         "row-level security", canonical=outcome.canonical,
+                        severity=Severity.CRITICAL)

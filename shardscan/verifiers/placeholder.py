@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 _ELISION = re.compile(
     r"\.\.\.|…|<[^<>]{0,60}>|\[[^\[\]]{0,60}(?:omitted|redacted|removed|snip|hidden)[^\[\]]{0,60}\]|\*{4,}|#{6,}",
@@ -68,7 +69,7 @@ def _segments(body: str) -> list[str]:
 def covered_by_words(segment: str, words: frozenset[str]) -> tuple[int, list[str]]:
     """Most characters of ``segment`` covered by ``words``, and those words (word-break dynamic programme)."""
     n = len(segment)
-    best = [(0, [])] * (n + 1)
+    best: list[tuple[int, list[str]]] = [(0, [])] * (n + 1)
     for i in range(1, n + 1):
         best[i] = best[i - 1]
         for j in range(max(0, i - 14), i):
@@ -115,7 +116,8 @@ def placeholder_reason(secret: str) -> Verification | None:
         return None
     long_word = _LONG_PLACEHOLDERS.search(body)
     if long_word:
-        return Verification(Verdict.REDACTED, f"placeholder text ({long_word.group(0).lower()!r}) instead of a secret body")
+        return Verification(Verdict.REDACTED, f"placeholder text ({long_word.group(0).lower()!r}) instead of a secret "
+                                              "body")
     if re.search(r"x{6,}|X{6,}|(.)\1{7,}", body) or body.lower().count("x") > len(body) // 3:
         return Verification(Verdict.REDACTED, "body is a run of repeated characters, not a secret")
     repeated = _longest_repeat(body)
@@ -130,7 +132,8 @@ def placeholder_reason(secret: str) -> Verification | None:
     if len(body) >= 16 and _entropy(body) < 2.5:
         return Verification(Verdict.REDACTED, f"low-entropy body ({_entropy(body):.1f} bits/char), a placeholder")
     if _periodic_classes(body):
-        return Verification(Verdict.REDACTED, "letters and digits alternate in a fixed pattern, typed rather than random")
+        return Verification(Verdict.REDACTED, "letters and digits alternate in a fixed pattern, typed rather than "
+                                              "random")
     coverage, words = word_coverage(body)
     if (coverage < WORD_COVERAGE or len(words) < 2) and re.search(r"[a-zA-Z][0-9][a-zA-Z]", body):
         coverage, words = word_coverage(body.translate(_LEET))
@@ -140,7 +143,8 @@ def placeholder_reason(secret: str) -> Verification | None:
         shorts = sorted({w for w in words if w in _SHORT_PLACEHOLDERS})
         what = f"placeholder words ({', '.join(shorts)})" if shorts else f"{len(words)} dictionary words"
         return Verification(
-            Verdict.REDACTED, f"body is {round(coverage * 100)}% {what}: an identifier or placeholder, not a random secret"
+            Verdict.REDACTED, f"body is {round(coverage * 100)}% {what}: an identifier or placeholder, not a random "
+                              "secret"
         )
     if _EXAMPLE_WORDS.search(body):
         return Verification(Verdict.EXAMPLE, "body contains 'example'/'sample': a documentation-style value")
@@ -157,7 +161,7 @@ def _walks_the_alphabet(lowered: str) -> bool:
     letters = [ord(c) - 97 for c in lowered if "a" <= c <= "z"]
     if len(letters) < 12:
         return False
-    steps = [(b - a) % 26 for a, b in zip(letters, letters[1:])]
+    steps = [(b - a) % 26 for a, b in zip(letters, letters[1:], strict=False)]
     up = sum(1 for step in steps if step in (0, 1, 2))
     down = sum(1 for step in steps if step in (0, 25, 24))
     return max(up, down) >= 0.8 * len(steps)
@@ -211,10 +215,11 @@ def leading_placeholder(secret: str) -> Verification | None:
     match = _LEADING_WORD.match(body_of(secret))
     if match is None:
         return None
-    return Verification(Verdict.REDACTED, f"body starts with the placeholder word {match.group(0).lower()!r}, not a secret")
+    return Verification(Verdict.REDACTED, f"body starts with the placeholder word {match.group(0).lower()!r}, not a "
+                                          "secret")
 
 
-def check_placeholder(candidate: Candidate, _context: object) -> Verification | None:
+def check_placeholder(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``redacted`` (or ``example``) when the secret's body is elided, a placeholder or word-like.
 
     PEM blocks are left to the private-key verifier, which judges their body line by line, and

@@ -14,8 +14,9 @@ prefixes, ``<br>`` breaks, colour codes). The verdicts:
 
 Line numbers in details count the BEGIN line as line 1.
 
-``cryptography`` is imported by the checks that load key material, not with this module: most
-scans verify no private key, and the import costs about 20 ms of every run's start-up.
+Loading the decoded key material (DER, OpenSSH) is :mod:`shardscan.verifiers.key_material`'s job,
+and judging what a truncated key still exposes :mod:`shardscan.verifiers.key_truncated`'s; this
+module finds, reads and decodes the armoured block, and checks PGP blocks itself.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ import binascii
 import hashlib
 import re
 import struct
-import textwrap
 from dataclasses import dataclass
-from functools import cache
 
 from shardscan.line_prefix import DIFF_OR_QUOTE, PATTERNS, LinePrefix
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.example import known_examples
+from shardscan.verifiers.key_material import check_der, check_openssh, der_declared_length, label_name, safe_label
 from shardscan.verifiers.placeholder import is_word_like
 
 _BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]{2,10} ){0,2})PRIVATE KEY( BLOCK)?-----")
@@ -68,8 +69,9 @@ class _Block:
     unterminated: bool = False  # no END line: the text stops inside the key (output cut)
 
 
-def check_private_key(candidate: Candidate, _context: object) -> Verification | None:
-    """Decodes the PEM body however it is printed and loads the key (PKCS#1/#8, SEC1, DSA, OpenSSH, PGP); encrypted and truncated keys judged apart (see the module docstring)."""
+def check_private_key(candidate: Candidate, _context: VerifyContext) -> Verification | None:
+    """Decodes the PEM body however it is printed and loads the key (PKCS#1/#8, SEC1, DSA, OpenSSH,
+    PGP); encrypted and truncated keys judged apart (see the module docstring)."""
     block = _parse_block(candidate.secret)
     if block is None:
         return Verification(Verdict.INVALID, "no complete BEGIN/END PRIVATE KEY block")
@@ -178,29 +180,30 @@ READINGS: tuple[Reading, ...] = (
 
 
 def _check_block(block: _Block) -> Verification:
-    what = _label_name(block.label)
+    what = label_name(block.label)
     elided = _elided(block)
     if elided:
         return elided
     if block.label == "PGP":
         return _check_pgp(block)
-    data, problem = _decode(block)
+    decoded = _decode(block)
+    data = decoded.data
     if data is None:
-        return Verification(Verdict.INVALID, f"{what}: {problem}, not a key")
+        return Verification(Verdict.INVALID, f"{what}: {decoded.problem}, not a key")
     if published := known_examples().key_digests.get(hashlib.sha256(data).hexdigest()):
         return Verification(Verdict.EXAMPLE, f"{what}: {published}, a published test key, not a secret")
     if _legacy_encrypted(block):
         cipher = block.headers.get("DEK-Info", "").split(",")[0].strip() or "unknown cipher"
         if mismatch := _cipher_mismatch(block, len(data)):
-            detail = f"{what} (legacy PEM encryption, {_safe(cipher)}): {mismatch}, not a key"
+            detail = f"{what} (legacy PEM encryption, {safe_label(cipher)}): {mismatch}, not a key"
             return Verification(Verdict.INVALID, detail)
         return Verification(
             Verdict.ENCRYPTED,
-            f"encrypted {what} (legacy PEM encryption, {_safe(cipher)}), {len(data)} bytes; passphrase unknown",
+            f"encrypted {what} (legacy PEM encryption, {safe_label(cipher)}), {len(data)} bytes; passphrase unknown",
         )
     if block.label == "OPENSSH":
-        return _check_openssh(data)
-    return _check_der(data, block.label)
+        return check_openssh(data)
+    return check_der(data, block.label)
 
 
 # Block size in bytes of the CBC ciphers legacy PEM encryption uses (the IV is one block).
@@ -271,8 +274,11 @@ def _parse_block(secret: str, reading: Reading | None = None) -> _Block | None:
     if begin.group(2):
         label = label or "PGP"
     inner = secret[begin.end() : stop][:MAX_BODY_CHARS]
-    if reading is not None and (inner := reading.apply(inner)) is None:
-        return None
+    if reading is not None:
+        read = reading.apply(inner)
+        if read is None:
+            return None
+        inner = read
     # Line breaks in any form: escaped once or several times (JSON in JSON), CRLF, real ones.
     one_line = "\n" not in inner and not _ESCAPE.search(inner)
     headers: dict[str, str] = {}
@@ -321,7 +327,8 @@ def _elided(block: _Block) -> Verification | None:
         return Verification(Verdict.REDACTED, "body is one repeated character, a placeholder, not a key")
     for line in block.lines:
         if _NOT_B64.search(line.text) and is_word_like(line.text):
-            return Verification(Verdict.REDACTED, f"placeholder words instead of a body ({_where(block, line)}), not a key")
+            return Verification(Verdict.REDACTED, f"placeholder words instead of a body ({_where(block, line)}), not a "
+                                                  "key")
     if len(joined) < 200 and is_word_like(joined):
         return Verification(Verdict.REDACTED, "body is made of words (a placeholder), not a key")
     return None
@@ -342,7 +349,15 @@ def _legacy_encrypted(block: _Block) -> bool:
     return "ENCRYPTED" in block.headers.get("Proc-Type", "").upper()
 
 
-def _decode(block: _Block) -> tuple[bytes | None, str | None]:
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    """A block's body as bytes, or (``data`` None) precisely why it is not base64."""
+
+    data: bytes | None
+    problem: str | None = None
+
+
+def _decode(block: _Block) -> _Decoded:
     """Base64-decode the body, or say precisely why it is not base64 (naming the line)."""
     lines = block.lines
     for i, line in enumerate(lines):
@@ -350,410 +365,25 @@ def _decode(block: _Block) -> tuple[bytes | None, str | None]:
         if bad:
             char = bad.group(0)
             shown = repr(char) if not char.isalnum() and char.isprintable() else "a non-base64 character"
-            return None, f"body is not valid base64 ({_where(block, line)}: {shown})"
+            return _Decoded(None, f"body is not valid base64 ({_where(block, line)}: {shown})")
         if "=" in line.text.rstrip("=") or ("=" in line.text and i != len(lines) - 1):
-            return None, f"body is not valid base64 ({_where(block, line)}: '=' padding inside the data)"
+            return _Decoded(None, f"body is not valid base64 ({_where(block, line)}: '=' padding inside the data)")
         if not _B64_LINE.fullmatch(line.text):
-            return None, f"body is not valid base64 ({_where(block, line)}: too much padding)"
+            return _Decoded(None, f"body is not valid base64 ({_where(block, line)}: too much padding)")
     joined = "".join(line.text for line in lines)
     usable = len(joined.rstrip("=")) // 4 * 4
     if len(joined) % 4:
         prefix = base64.b64decode(joined.rstrip("=")[:usable]) if usable else b""
-        declared = _der_declared_length(prefix)
+        declared = der_declared_length(prefix)
         if block.unterminated or (declared and declared > len(prefix)):
             # Cut output (no END line) or truncated DER: the key checks judge what is present.
-            return prefix, None
-        return None, f"body is not valid base64 (length {len(joined)} is not a multiple of 4: characters missing)"
+            return _Decoded(prefix)
+        return _Decoded(None, f"body is not valid base64 (length {len(joined)} is not a multiple of 4: characters "
+                              "missing)")
     try:
-        return base64.b64decode(joined, validate=True), None
+        return _Decoded(base64.b64decode(joined, validate=True))
     except (binascii.Error, ValueError):
-        return None, "body is not valid base64"
-
-
-# ---- DER (PKCS#1, SEC1, DSA, PKCS#8, encrypted PKCS#8) -----------------------------------------
-
-
-def _der_declared_length(data: bytes) -> int | None:
-    """Total length the outer DER SEQUENCE declares (header included); None if it is no SEQUENCE header."""
-    if len(data) < 2 or data[0] != 0x30:
-        return None
-    first = data[1]
-    if first < 0x80:
-        return 2 + first
-    count = first & 0x7F
-    if count == 0 or count > 4 or len(data) < 2 + count:
-        return None
-    return 2 + count + int.from_bytes(data[2 : 2 + count], "big")
-
-
-def _der_format(data: bytes, label: str) -> str:
-    """PKCS#8 when the second element of the outer SEQUENCE is a SEQUENCE (AlgorithmIdentifier)."""
-    try:
-        offset = _skip_header(data, 0)
-        offset = _skip_element(data, offset)  # version INTEGER
-        is_pkcs8 = data[offset] == 0x30
-    except IndexError:
-        is_pkcs8 = label == ""
-    if is_pkcs8:
-        return "PKCS#8" + (f" under a {label} label" if label not in ("", "ENCRYPTED") else "")
-    return {"RSA": "PKCS#1", "EC": "SEC1", "DSA": "OpenSSL DSA"}.get(label, "traditional")
-
-
-def _skip_header(data: bytes, offset: int) -> int:
-    first = data[offset + 1]
-    return offset + 2 + (first & 0x7F if first >= 0x80 else 0)
-
-
-def _skip_element(data: bytes, offset: int) -> int:
-    first = data[offset + 1]
-    if first < 0x80:
-        return offset + 2 + first
-    count = first & 0x7F
-    return offset + 2 + count + int.from_bytes(data[offset + 2 : offset + 2 + count], "big")
-
-
-_PBE_OIDS = {
-    bytes.fromhex("2a864886f70d01050d"): "PBES2",
-    bytes.fromhex("2a864886f70d01050a"): "PBES1 (DES)",
-    bytes.fromhex("2a864886f70d010c0103"): "PKCS#12 3DES",
-    bytes.fromhex("2a864886f70d010c0106"): "PKCS#12 RC2",
-}
-
-
-def _pbe_scheme(data: bytes) -> str:
-    for oid, name in _PBE_OIDS.items():
-        if oid in data[:64]:
-            return name
-    return "unknown scheme"
-
-
-def _check_der(data: bytes, label: str) -> Verification:
-    declared = _der_declared_length(data)
-    if declared is None:
-        return Verification(Verdict.INVALID, f"{_label_name(label)}: valid base64 but not DER ({len(data)} bytes), not a key")
-    if declared > len(data):
-        cut = f"{_label_name(label)}: truncated (the DER structure declares {declared} bytes, the body holds {len(data)})"
-        exposure = partial_exposure(data)
-        if exposure is None:
-            return Verification(Verdict.INVALID, f"{cut}, no usable key material left")
-        verdict, what = exposure
-        return Verification(verdict, f"{cut}; {what}")
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives.serialization import load_der_private_key
-
-    try:
-        key = load_der_private_key(data, password=None)
-    except TypeError:
-        # cryptography says a password is needed: the structure is an encrypted PKCS#8 key.
-        return Verification(
-            Verdict.ENCRYPTED, f"encrypted PKCS#8 private key ({_pbe_scheme(data)}), {len(data)} bytes; passphrase unknown"
-        )
-    except (ValueError, UnsupportedAlgorithm, OverflowError):
-        if label == "ENCRYPTED":
-            return Verification(Verdict.INVALID, "encrypted PKCS#8 label, but the body is not an EncryptedPrivateKeyInfo")
-        return Verification(
-            Verdict.INVALID, f"{_label_name(label)}: valid base64 and DER ({len(data)} bytes) but does not parse as a key"
-        )
-    return Verification(Verdict.VALID, f"{_describe(key)} private key ({_der_format(data, label)}), parses")
-
-
-def _describe(key: object) -> str:
-    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa, x448, x25519
-
-    if isinstance(key, rsa.RSAPrivateKey):
-        return f"RSA {key.key_size}-bit"
-    if isinstance(key, ec.EllipticCurvePrivateKey):
-        return f"EC {key.curve.name} ({key.key_size}-bit)"
-    if isinstance(key, dsa.DSAPrivateKey):
-        return f"DSA {key.key_size}-bit"
-    if isinstance(key, ed25519.Ed25519PrivateKey):
-        return "Ed25519"
-    if isinstance(key, ed448.Ed448PrivateKey):
-        return "Ed448"
-    if isinstance(key, x25519.X25519PrivateKey):
-        return "X25519"
-    if isinstance(key, x448.X448PrivateKey):
-        return "X448"
-    return type(key).__name__
-
-
-def _label_name(label: str) -> str:
-    return {
-        "": "PKCS#8 private key",
-        "RSA": "RSA private key",
-        "EC": "EC private key",
-        "DSA": "DSA private key",
-        "OPENSSH": "OpenSSH private key",
-        "ENCRYPTED": "encrypted PKCS#8 private key",
-        "PGP": "PGP private key block",
-    }.get(label, f"{_safe(label)} private key")
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9 ,._-]", "?", text)[:32]
-
-
-# ---- truncated keys: what the part present still exposes ------------------------------------------
-#
-# A key cut short in a trace is not harmless: PKCS#1 stores n, e and d first, and the modulus and
-# private exponent together reveal the whole key. So a truncated body is read as far as it goes.
-
-_RSA_OID = bytes.fromhex("2a864886f70d010101")
-_EC_OID = bytes.fromhex("2a8648ce3d0201")
-# Curves by the name of their class in ``cryptography.hazmat.primitives.asymmetric.ec``.
-_CURVES = {
-    bytes.fromhex("2a8648ce3d030107"): "SECP256R1",
-    bytes.fromhex("2b81040022"): "SECP384R1",
-    bytes.fromhex("2b81040023"): "SECP521R1",
-    bytes.fromhex("2b8104000a"): "SECP256K1",
-}
-_CURVE_BY_SCALAR = {32: "SECP256R1", 48: "SECP384R1", 66: "SECP521R1"}
-
-
-def _tlv(data: bytes, offset: int) -> tuple[int, int, int]:
-    """(tag, content start, declared content end) of the element at ``offset``; the end may lie past the data."""
-    tag = data[offset]
-    first = data[offset + 1]
-    if first < 0x80:
-        return tag, offset + 2, offset + 2 + first
-    count = first & 0x7F
-    if count == 0 or count > 4 or offset + 2 + count > len(data):
-        raise IndexError("bad length")
-    start = offset + 2 + count
-    return tag, start, start + int.from_bytes(data[offset + 2 : start], "big")
-
-
-@cache
-def _small_primes(limit: int = 20000) -> tuple[int, ...]:
-    """The primes below ``limit`` (sieved on first use: only truncated RSA keys need them)."""
-    sieve = bytearray([1]) * limit
-    sieve[:2] = b"\x00\x00"
-    for i in range(2, int(limit**0.5) + 1):
-        if sieve[i]:
-            sieve[i * i :: i] = bytearray(len(sieve[i * i :: i]))
-    return tuple(i for i in range(limit) if sieve[i])
-
-
-def _looks_like_rsa_modulus(n: int) -> bool:
-    """A real modulus is odd, at least 1024 bits and has no small prime factor (a random number rarely passes)."""
-    return n.bit_length() >= 1024 and n % 2 == 1 and all(n % p for p in _small_primes()[1:])
-
-
-def partial_exposure(data: bytes) -> tuple[Verdict, str] | None:
-    """What a truncated PKCS#1, SEC1 or PKCS#8 body still exposes; None when it exposes nothing real."""
-    try:
-        tag, offset, _ = _tlv(data, 0)
-        if tag != 0x30:
-            return None
-        tag, start, end = _tlv(data, offset)  # version
-        if tag != 0x02 or end > len(data):
-            return None
-        version = int.from_bytes(data[start:end], "big")
-        tag, start, end = _tlv(data, end)
-        if tag == 0x30:  # PKCS#8: AlgorithmIdentifier, then the key in an OCTET STRING
-            algorithm = data[start:end]
-            tag, inner, _ = _tlv(data, end)
-            if tag != 0x04:
-                return None
-            if algorithm.find(_RSA_OID) >= 0:
-                return _rsa_exposure(data, inner)
-            if algorithm.find(_EC_OID) >= 0:
-                curve = next((c for oid, c in _CURVES.items() if algorithm.find(oid) >= 0), None)
-                return _ec_exposure(data, inner, curve)
-            return None
-        if version == 0 and tag == 0x02:
-            return _rsa_exposure(data, 0)
-        if version == 1 and tag == 0x04:
-            return _ec_exposure(data, 0, None)
-    except (IndexError, ValueError):
-        return None
-    return None
-
-
-def _rsa_exposure(data: bytes, offset: int) -> tuple[Verdict, str] | None:
-    _, offset, _ = _tlv(data, offset)  # RSAPrivateKey SEQUENCE
-    numbers: list[int] = []
-    for _ in range(4):  # version, n, e, d
-        tag, start, end = _tlv(data, offset)
-        if tag != 0x02 or end > len(data):
-            break
-        numbers.append(int.from_bytes(data[start:end], "big"))
-        offset = end
-    # The public exponent must follow the modulus and be a real one (65537 nearly always): bytes a
-    # model invented after a memorised header almost never make a small odd INTEGER there.
-    if len(numbers) < 3 or not _looks_like_rsa_modulus(numbers[1]):
-        return None
-    n, e = numbers[1], numbers[2]
-    if e < 3 or e % 2 == 0 or e.bit_length() > 32:
-        return None
-    bits = n.bit_length()
-    if len(numbers) == 4:
-        d = numbers[3]
-        if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
-            return Verdict.VALID, f"yet its RSA {bits}-bit modulus and private exponent are complete and match: the key is exposed"
-        return None
-    return _rsa_cut_after_modulus(bits)
-
-
-def _rsa_cut_after_modulus(bits: int) -> tuple[Verdict, str]:
-    return (
-        Verdict.UNVERIFIED,
-        f"its RSA {bits}-bit modulus is complete and has no small factors (looks genuine); the private part is cut, partial exposure",
-    )
-
-
-def _ec_exposure(data: bytes, offset: int, curve_name: str | None) -> tuple[Verdict, str] | None:
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
-    _, offset, _ = _tlv(data, offset)  # ECPrivateKey SEQUENCE
-    tag, start, end = _tlv(data, offset)
-    if tag != 0x02 or end > len(data) or data[start:end] != b"\x01":
-        return None
-    tag, start, end = _tlv(data, end)
-    if tag != 0x04 or end > len(data) or len(data[start:end]) < 24:
-        return None
-    scalar = data[start:end]
-    public: bytes | None = None
-    offset = end
-    while offset < len(data):
-        tag, start, end = _tlv(data, offset)
-        if end > len(data):
-            break
-        if tag == 0xA0:
-            curve_name = next((c for oid, c in _CURVES.items() if data[start:end].find(oid) >= 0), curve_name)
-        elif tag == 0xA1:
-            inner_tag, inner_start, inner_end = _tlv(data, start)
-            if inner_tag == 0x03 and inner_end <= len(data):
-                public = data[inner_start + 1 : inner_end]  # skip the unused-bits byte
-        offset = end
-    curve_name = curve_name or _CURVE_BY_SCALAR.get(len(scalar))
-    if curve_name is None:
-        return None
-    curve = getattr(ec, curve_name)
-    try:
-        key = ec.derive_private_key(int.from_bytes(scalar, "big"), curve())
-    except ValueError:
-        return None
-    if public is not None:
-        point = key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
-        if point == public:
-            return Verdict.VALID, f"yet its EC {curve.name} private scalar is complete and matches its public key: the key is exposed"
-        return None
-    return Verdict.UNVERIFIED, f"yet its EC {curve.name} private scalar is complete: the key is exposed if genuine"
-
-
-# ---- OpenSSH ------------------------------------------------------------------------------------
-
-_OPENSSH_MAGIC = b"openssh-key-v1\x00"
-
-
-def _ssh_string(data: bytes, offset: int) -> tuple[bytes, int]:
-    if offset + 4 > len(data):
-        raise IndexError("short")
-    (length,) = struct.unpack(">I", data[offset : offset + 4])
-    end = offset + 4 + length
-    if end > len(data):
-        raise IndexError("short")
-    return data[offset + 4 : end], end
-
-
-def _check_openssh(data: bytes) -> Verification:
-    if not data.startswith(_OPENSSH_MAGIC):
-        return Verification(Verdict.INVALID, "OpenSSH private key: valid base64 but no openssh-key-v1 header, not a key")
-    try:
-        cipher, offset = _ssh_string(data, len(_OPENSSH_MAGIC))
-        kdf, offset = _ssh_string(data, offset)
-        _, offset = _ssh_string(data, offset)  # kdf options
-        (count,) = struct.unpack(">I", data[offset : offset + 4])
-        offset += 4
-        for _ in range(min(count, 16)):
-            _, offset = _ssh_string(data, offset)  # public keys
-        private_at = offset
-        _, offset = _ssh_string(data, offset)  # private section
-    except (IndexError, struct.error):
-        cut = f"OpenSSH private key: truncated ({len(data)} bytes, a field runs past the end)"
-        exposure = _openssh_exposure(data, locals().get("private_at"), locals().get("cipher"))
-        if exposure is not None:
-            return Verification(exposure[0], f"{cut}; {exposure[1]}")
-        return Verification(Verdict.INVALID, f"{cut}, not a key")
-    cipher_name = _safe(cipher.decode("ascii", "replace"))
-    if cipher_name != "none":
-        kdf_name = _safe(kdf.decode("ascii", "replace"))
-        return Verification(Verdict.ENCRYPTED, f"encrypted OpenSSH private key ({cipher_name}, {kdf_name} KDF); passphrase unknown")
-    pem = (
-        "-----BEGIN OPENSSH PRIVATE KEY-----\n"
-        + "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 70))
-        + "\n-----END OPENSSH PRIVATE KEY-----\n"
-    )
-    from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
-
-    try:
-        key = load_ssh_private_key(pem.encode(), password=None)
-    except TypeError:
-        return Verification(Verdict.ENCRYPTED, "encrypted OpenSSH private key; passphrase unknown")
-    except (ValueError, UnsupportedAlgorithm, OverflowError):
-        return Verification(Verdict.INVALID, "OpenSSH private key: header parses but the key material does not, not a key")
-    return Verification(Verdict.VALID, f"{_describe(key)} private key (OpenSSH), parses")
-
-
-def _openssh_exposure(data: bytes, private_at: int | None, cipher: bytes | None) -> tuple[Verdict, str] | None:
-    """What a truncated, unencrypted OpenSSH key still exposes (the private section is cut).
-
-    The private section holds two equal check words, the key type, then the key: for Ed25519 the
-    public key and the 32-byte seed; for RSA n, e and d first. A seed that derives the stated public
-    key, or a d that inverts e modulo n, cannot be invented: the key is exposed. Cut before that,
-    the structure still tells a real key (equal check words and the header's public key repeated,
-    or a genuine-looking modulus) from invented text: a partial exposure, judged like a PKCS#1
-    key cut after its modulus.
-    """
-    if private_at is None or cipher != b"none":
-        return None
-    try:
-        offset = private_at + 4
-        check1, check2 = struct.unpack(">II", data[offset : offset + 8])
-        if check1 != check2:
-            return None
-        key_type, offset = _ssh_string(data, offset + 8)
-        if key_type == b"ssh-ed25519":
-            public, offset = _ssh_string(data, offset)
-            if len(public) != 32:
-                return None
-            seed = data[offset + 4 : offset + 36]
-            if len(seed) == 32:
-                from cryptography.hazmat.primitives.asymmetric import ed25519
-                from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
-                derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
-                if derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public:
-                    return Verdict.VALID, "yet its Ed25519 seed is complete and matches its public key: the key is exposed"
-                return None
-            if public in data[:private_at]:
-                return (
-                    Verdict.UNVERIFIED,
-                    f"its Ed25519 public key matches the header and {len(seed)} of 32 seed bytes are visible; "
-                    "the private part is cut, partial exposure",
-                )
-            return None
-        if key_type == b"ssh-rsa":
-            modulus, offset = _ssh_string(data, offset)
-            n = int.from_bytes(modulus, "big")
-            if not _looks_like_rsa_modulus(n):
-                return None
-            try:
-                numbers = []
-                for _ in range(2):  # e, d
-                    value, offset = _ssh_string(data, offset)
-                    numbers.append(int.from_bytes(value, "big"))
-            except IndexError:
-                return _rsa_cut_after_modulus(n.bit_length())
-            e, d = numbers
-            if 1 < d < n and pow(pow(2, e, n), d, n) == 2:
-                return Verdict.VALID, f"yet its RSA {n.bit_length()}-bit modulus and private exponent are complete and match: the key is exposed"
-    except (IndexError, struct.error, ValueError):
-        return None
-    return None
+        return _Decoded(None, "body is not valid base64")
 
 
 # ---- PGP ----------------------------------------------------------------------------------------
@@ -782,20 +412,24 @@ def _check_pgp(block: _Block) -> Verification:
         checksum = last.text[-4:]
         lines[-1] = _Line(last.number, last.text[:-5])
     body = _Block(block.label, block.headers, tuple(lines), block.one_line)
-    data, problem = _decode(body)
+    decoded = _decode(body)
+    data = decoded.data
     if data is None:
-        return Verification(Verdict.INVALID, f"PGP private key block: {problem}, not a key")
+        return Verification(Verdict.INVALID, f"PGP private key block: {decoded.problem}, not a key")
     if checksum is not None:
         expected = base64.b64encode(crc24(data).to_bytes(3, "big")).decode()
         if expected != checksum:
-            return Verification(Verdict.INVALID, "PGP private key block: armor checksum (CRC24) mismatch, corrupted or invented")
+            return Verification(Verdict.INVALID, "PGP private key block: armor checksum (CRC24) mismatch, corrupted or "
+                                                 "invented")
     packet = _pgp_secret_key(data)
     if packet is None:
-        return Verification(Verdict.INVALID, "PGP private key block: checksum aside, the first packet is not a secret key")
-    algorithm, protected = packet
+        return Verification(Verdict.INVALID, "PGP private key block: checksum aside, the first packet is not a secret "
+                                             "key")
+    algorithm, protected = packet.algorithm, packet.protected
     sum_note = "armor checksum matches" if checksum is not None else "no armor checksum"
     if protected:
-        return Verification(Verdict.ENCRYPTED, f"PGP {algorithm} secret key, passphrase-protected ({sum_note}); passphrase unknown")
+        return Verification(Verdict.ENCRYPTED, f"PGP {algorithm} secret key, passphrase-protected ({sum_note}); "
+                                               "passphrase unknown")
     return Verification(Verdict.VALID, f"PGP {algorithm} secret key, unprotected ({sum_note}), parses")
 
 
@@ -805,8 +439,16 @@ _PGP_MPIS = {1: 2, 2: 2, 3: 2, 16: 3, 17: 4}
 _PGP_FIXED = {25: 32, 26: 56, 27: 32, 28: 57}
 
 
-def _pgp_secret_key(data: bytes) -> tuple[str, bool] | None:
-    """(algorithm, passphrase-protected) of the first packet when it is a secret (sub)key packet."""
+@dataclass(frozen=True, slots=True)
+class _PgpSecretKey:
+    """What the first packet of a PGP block says: the key's algorithm, and whether a passphrase protects it."""
+
+    algorithm: str
+    protected: bool
+
+
+def _pgp_secret_key(data: bytes) -> _PgpSecretKey | None:
+    """The first packet's algorithm and protection, when it is a secret (sub)key packet."""
     try:
         tag_byte = data[0]
         if not tag_byte & 0x80:
@@ -840,7 +482,7 @@ def _pgp_secret_key(data: bytes) -> tuple[str, bool] | None:
         usage = data[offset]
     except (IndexError, KeyError, struct.error):
         return None
-    return _PGP_ALGORITHMS.get(algorithm, f"algorithm {algorithm}"), usage != 0
+    return _PgpSecretKey(_PGP_ALGORITHMS.get(algorithm, f"algorithm {algorithm}"), usage != 0)
 
 
 def _skip_public_material(data: bytes, offset: int, algorithm: int) -> int:

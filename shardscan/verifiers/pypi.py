@@ -9,11 +9,13 @@ not parse as such a macaroon is no token, and an expiry caveat in the past means
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import b64url_decode, day, safe_text
 
 _MAX_BYTES = 16 * 1024
@@ -119,10 +121,8 @@ def read_caveats(caveats: tuple[bytes, ...]) -> Grant:
                 scope = _projects(permissions["projects"])
         elif isinstance(caveat, list) and caveat and caveat[0] == 0 and len(caveat) >= 2:
             if isinstance(caveat[1], int) and not isinstance(caveat[1], bool):
-                try:
+                with contextlib.suppress(OverflowError, OSError, ValueError):
                     expires = datetime.fromtimestamp(caveat[1], UTC)
-                except (OverflowError, OSError, ValueError):
-                    pass
         elif isinstance(caveat, list) and len(caveat) >= 2 and caveat[0] == 1 and isinstance(caveat[1], list):
             scope = _projects(caveat[1])
         elif isinstance(caveat, list) and len(caveat) >= 2 and caveat[0] == 2 and isinstance(caveat[1], list):
@@ -130,13 +130,13 @@ def read_caveats(caveats: tuple[bytes, ...]) -> Grant:
     return Grant(scope, expires)
 
 
-def _projects(names: list) -> str:
+def _projects(names: list[object]) -> str:
     shown = ", ".join(safe_text(n, 40) for n in names[:3] if isinstance(n, str))
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     return f"upload to project(s) {shown}{more}" if shown else "no project"
 
 
-def check_pypi(candidate: Candidate, context) -> Verification | None:
+def check_pypi(candidate: Candidate, context: VerifyContext) -> Verification | None:
     """Decodes the macaroon: a PyPI or TestPyPI location, a 32-byte signature; the caveats give scope and expiry."""
     data = b64url_decode(candidate.secret.removeprefix("pypi-"))
     try:

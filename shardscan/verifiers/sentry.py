@@ -12,6 +12,7 @@ import binascii
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import json_object, safe_text
 
 _ORG_TOKEN = re.compile(r"sntrys_([A-Za-z0-9+/]+={0,2})_([A-Za-z0-9+/_-]+)")
@@ -19,7 +20,7 @@ _ORG_TOKEN = re.compile(r"sntrys_([A-Za-z0-9+/]+={0,2})_([A-Za-z0-9+/_-]+)")
 _DSN = re.compile(r"([0-9a-f]{32})(?::([0-9a-f]{32}))?")
 
 
-def check_sentry(candidate: Candidate, _context: object) -> Verification | None:
+def check_sentry(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """Verdict for a ``sntrys_`` token or a DSN; None for other Sentry shapes (user tokens)."""
     secret = candidate.secret
     dsn = _DSN.fullmatch(secret)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 _OPENROUTER = re.compile(r"sk-or-v1-[0-9a-f]{64}")
 _HEX32 = re.compile(r"sk-[0-9a-f]{32}")
@@ -28,10 +29,8 @@ _AROUND = 400  # characters of the cell on each side in which a provider name co
 
 
 def _named(candidate: Candidate, text: str) -> list[str]:
-    if candidate.encoding:
-        around = text[:4096]  # offsets are those of a decoded view: look at the cell's start instead
-    else:
-        around = text[max(0, candidate.start - _AROUND) : candidate.end + _AROUND]
+    # The offsets of an encoded candidate are those of a decoded view: look at the cell's start instead.
+    around = text[:4096] if candidate.encoding else text[max(0, candidate.start - _AROUND) : candidate.end + _AROUND]
     return [name for name, words in _PROVIDERS if words.search(around)]
 
 
@@ -39,25 +38,31 @@ def _mention(names: list[str]) -> str:
     return f"; the text names {', '.join(names)}" if names else ""
 
 
-def check_sk_key(candidate: Candidate, context) -> Verification | None:
-    """Checks the shape (sk-or-v1- + 64 hex, sk- + 32 hex, sk- + 48 alphanumerics) and names the provider from the text around it."""
+def check_sk_key(candidate: Candidate, context: VerifyContext) -> Verification | None:
+    """Checks the shape (sk-or-v1- + 64 hex, sk- + 32 hex, sk- + 48 alphanumerics) and names the
+    provider from the text around it."""
     key = candidate.secret
-    names = _named(candidate, getattr(context, "text", ""))
+    names = _named(candidate, context.text)
     if key.startswith("sk-or-"):
         if _OPENROUTER.fullmatch(key):
-            return Verification(Verdict.UNVERIFIED, "OpenRouter API key (sk-or-v1- and 64 hex), no checksum to check offline")
-        return Verification(Verdict.INVALID, f"OpenRouter-prefixed key of {len(key)} characters that is not sk-or-v1- and 64 hex: invented or cut")
+            return Verification(Verdict.UNVERIFIED, "OpenRouter API key (sk-or-v1- and 64 hex), no checksum to check "
+                                                    "offline")
+        return Verification(Verdict.INVALID, f"OpenRouter-prefixed key of {len(key)} characters that is not sk-or-v1- "
+                                             "and 64 hex: invented or cut")
     if _HEX32.fullmatch(key):
         return Verification(
             Verdict.UNVERIFIED,
-            f"sk- and 32 hex: the shape of DeepSeek and DashScope (Qwen) keys{_mention(names)}; no checksum to check offline",
+            f"sk- and 32 hex: the shape of DeepSeek and DashScope (Qwen) keys{_mention(names)}; no checksum to check "
+            "offline",
         )
     if _ALNUM48.fullmatch(key) and "T3BlbkFJ" not in key:
         return Verification(
             Verdict.UNVERIFIED,
-            f"sk- and 48 alphanumerics: the shape of Moonshot (Kimi) keys{_mention(names)}; no checksum to check offline",
+            f"sk- and 48 alphanumerics: the shape of Moonshot (Kimi) keys{_mention(names)}; no checksum to check "
+            "offline",
         )
     return Verification(
         Verdict.UNVERIFIED,
-        f"sk- key of {len(key)} characters in a shape no specific rule knows{_mention(names)}; reported so a new provider's key does not pass",
+        f"sk- key of {len(key)} characters in a shape no specific rule knows{_mention(names)}; reported so a new "
+        "provider's key does not pass",
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"xoxb-[0-9]{8,14}-[0-9]{8,14}-[A-Za-z0-9]{24}"), "bot token"),
@@ -23,7 +24,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def check_slack(candidate: Candidate, _context: object) -> Verification | None:
+def check_slack(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``unverified`` for a well-formed Slack token or webhook, ``invalid`` for a malformed one."""
     secret = candidate.secret
     for shape, name in _SHAPES:

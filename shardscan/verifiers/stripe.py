@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 
 from shardscan.model import Candidate, Verdict, Verification
+from shardscan.verifiers.base import VerifyContext
 
 _KEY = re.compile(r"(sk|rk|pk)_(live|test)_[A-Za-z0-9]+")
 _NAMES = {"sk": "secret key", "rk": "restricted key", "pk": "publishable key"}
 
 
-def check_stripe(candidate: Candidate, _context: object) -> Verification | None:
+def check_stripe(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """``test-mode`` for test-mode and publishable keys, ``unverified`` for live secret and restricted keys."""
     match = _KEY.fullmatch(candidate.secret)
     if match is None:
