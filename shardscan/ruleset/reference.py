@@ -26,9 +26,9 @@ NO_VERIFIER = "format only: placeholder, example and masking checks"
 
 
 def describe_verifier(name: str) -> str:
-    """The first line of the docstring of the verifier registered as ``name``."""
-    doc = inspect.getdoc(VERIFIERS[name]) or ""
-    first = doc.strip().splitlines()[0] if doc.strip() else "(no description)"
+    """The first paragraph of the docstring of the verifier registered as ``name`` (on one line)."""
+    doc = (inspect.getdoc(VERIFIERS[name]) or "").strip()
+    first = " ".join(doc.split("\n\n")[0].split()) if doc else "(no description)"
     return first.rstrip(".").replace("``", "`")
 
 
