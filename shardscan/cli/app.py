@@ -15,14 +15,15 @@ import typer
 
 from shardscan import __version__
 from shardscan.atomic import MISSING_FOLDER, CheckedStream
-from shardscan.cli import remediation, scanning
+from shardscan.cli.remediation import allowlist_add, allowlist_check, redact, review, rules_check, rules_list
+from shardscan.cli.scanning import demo, gate, hook, scan
 from shardscan.errors import ConfigError, IncompleteInputError, OutputError, ShardscanError
 from shardscan.policy import EXIT_INCOMPLETE, EXIT_USAGE
 
 P = ParamSpec("P")
 
 # The one place errors become exit codes: commands raise, ``exits`` prints one line naming the
-# file (or flag) and what is wrong, and exits with the code (most specific class first).
+# file (or flag) and what is wrong, and exits with the code of the error's nearest class listed.
 EXIT_CODES: dict[type[ShardscanError], int] = {
     ConfigError: EXIT_USAGE,  # also MissingDependencyError: a bad rule file, allowlist, option or missing extra
     OutputError: EXIT_USAGE,  # a report, copy, manifest, allowlist or standard output that cannot be written
@@ -110,16 +111,16 @@ app.add_typer(rules_app, name="rules")
 app.add_typer(allowlist_app, name="allowlist")
 
 # The commands, in the order ``shardscan --help`` lists them.
-app.command("scan")(exits(scanning.scan))
-app.command("hook")(exits(scanning.hook))
-app.command("gate")(exits(scanning.gate))
-app.command("demo")(exits(scanning.demo))
-app.command("redact")(exits(remediation.redact))
-rules_app.command("list")(exits(remediation.rules_list))
-rules_app.command("check")(exits(remediation.rules_check))
-allowlist_app.command("add")(exits(remediation.allowlist_add))
-allowlist_app.command("check")(exits(remediation.allowlist_check))
-app.command("review")(exits(remediation.review))
+app.command("scan")(exits(scan))
+app.command("hook")(exits(hook))
+app.command("gate")(exits(gate))
+app.command("demo")(exits(demo))
+app.command("redact")(exits(redact))
+rules_app.command("list")(exits(rules_list))
+rules_app.command("check")(exits(rules_check))
+allowlist_app.command("add")(exits(allowlist_add))
+allowlist_app.command("check")(exits(allowlist_check))
+app.command("review")(exits(review))
 app.command("version")(exits(version))
 
 

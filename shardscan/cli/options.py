@@ -32,8 +32,6 @@ from shardscan.reporters import FORMATS
 from shardscan.ruleset import Ruleset, load_ruleset
 from shardscan.sizes import format_size, parse_size
 
-__all__ = ["ScanOptions", "Scanner"]
-
 # ---- declarations ---------------------------------------------------------------------------------
 
 RulesOpt = Annotated[list[Path], typer.Option("--rules", help="Extra rule file or folder (repeatable).")]
@@ -180,6 +178,10 @@ class ScanFlags:
     skip_unreadable: bool = False
     fail_on_stale: bool = False
     allow_truncated_findings: bool = False
+
+
+# The defaults the commands' signatures show (one source: a command's default is scan's).
+DEFAULT_FLAGS = ScanFlags()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -14,8 +15,13 @@ from shardscan.reporters import FORMATS, RenderOptions, render
 from shardscan.reporters import write as write_report
 from shardscan.reporters._common import decision_line
 
-# (format, path), the path None for standard output.
-Output = tuple[str, Path | None]
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One report to write: its format and file (None: standard output)."""
+
+    format: str
+    path: Path | None = None
 
 
 def parse_outputs(formats: list[str], output: Path | None) -> list[Output]:
@@ -25,12 +31,12 @@ def parse_outputs(formats: list[str], output: Path | None) -> list[Output]:
         name, _, path = value.partition(":")
         if name not in FORMATS:
             raise ConfigError(f"--format: unknown format {name!r} (known: {', '.join(FORMATS)})")
-        parsed.append((name, Path(path) if path else None))
-    without_path = [i for i, (_, p) in enumerate(parsed) if p is None]
+        parsed.append(Output(name, Path(path) if path else None))
+    without_path = [i for i, o in enumerate(parsed) if o.path is None]
     if output is not None:
         if len(without_path) != 1:
             raise ConfigError("--output needs exactly one --format without its own path")
-        parsed[without_path[0]] = (parsed[without_path[0]][0], output)
+        parsed[without_path[0]] = Output(parsed[without_path[0]].format, output)
     elif len(without_path) > 1:
         raise ConfigError("only one --format may go to standard output; give the others a path (FORMAT:PATH)")
     return parsed
@@ -55,7 +61,7 @@ def output_width(to_terminal: bool) -> int:
 def emit(report: Report, outputs: list[Output], quiet: bool, mkdir: bool = False) -> None:
     """Write every output (OutputError naming one that cannot be written: a file or standard output),
     then warn about allowlist entries that accepted nothing."""
-    for fmt, path in outputs:
+    for fmt, path in ((o.format, o.path) for o in outputs):
         to_terminal = path is None and sys.stdout.isatty()
         color = to_terminal and use_color() and fmt == "terminal"
         options = RenderOptions(color=color, quiet=quiet, width=output_width(to_terminal), wrap=to_terminal)
@@ -63,7 +69,7 @@ def emit(report: Report, outputs: list[Output], quiet: bool, mkdir: bool = False
             write_stream(sys.stdout, render(report, fmt, options))
         else:
             write_report(report, fmt, path, options, mkdir=mkdir)
-    if all(path is not None for _, path in outputs):
+    if all(o.path is not None for o in outputs):
         # Files were written; still tell a person (or CI log) what the gate decided (plain text:
         # the terminal reporter would import rich for one line).
         write_stream(sys.stdout, decision_line(report) + "\n")

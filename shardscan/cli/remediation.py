@@ -28,7 +28,7 @@ from shardscan.cli.options import (
     scan_setup,
     secret_check,
 )
-from shardscan.cli.output import emit, print_text
+from shardscan.cli.output import Output, emit, print_text
 from shardscan.cli.scanning import run_scan
 from shardscan.errors import ConfigError, IncompleteInputError, OutputError
 from shardscan.ruleset import load_rule_file
@@ -93,7 +93,7 @@ def redact(
         accepted = load_allowlist_option(allowlist, no_allowlist, ruleset)
         report = run_scan(paths, ruleset, setup, accepted, exclude=exclude, progress=False).report
         if report.unreadable:
-            emit(report, [("terminal", None)], quiet=False)
+            emit(report, [Output("terminal")], quiet=False)
             raise IncompleteInputError("some shards could not be read; nothing was redacted")
         chosen = remediate.select_findings(report.findings, chosen_verdicts, include_allowlisted)
     outcome = remediate.run_redaction(

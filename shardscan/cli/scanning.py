@@ -17,8 +17,7 @@ import typer
 from shardscan.allowlist import DEFAULT_ALLOWLIST, Allowlist, shipped_allowlist
 from shardscan.cache import CACHE_DIR_NAME
 from shardscan.cli.options import (
-    DEFAULT_DECODE,
-    DEFAULT_MEMORY,
+    DEFAULT_FLAGS,
     AllowlistOpt,
     AllowTruncatedOpt,
     CacheDirOpt,
@@ -55,7 +54,6 @@ from shardscan.cli.options import (
     scan_setup,
 )
 from shardscan.cli.output import emit, parse_outputs, print_text
-from shardscan.engine import DEFAULT_MAX_FINDINGS_PER_CELL, DEFAULT_MAX_FINDINGS_PER_SHARD
 from shardscan.errors import ConfigError, OutputError
 from shardscan.gitutil import repo_root
 from shardscan.reader import ShardRef
@@ -144,10 +142,10 @@ def scan(
     now: NowOpt = None,
     quiet: QuietOpt = False,
     skip_unreadable: SkipOpt = False,
-    regex_timeout: TimeoutOpt = 2.0,
-    max_decode_depth: DepthOpt = DEFAULT_DECODE.max_depth,
-    max_decode_bytes: DecodeBytesOpt = DEFAULT_DECODE.max_bytes,
-    memory_budget: MemoryOpt = DEFAULT_MEMORY,
+    regex_timeout: TimeoutOpt = DEFAULT_FLAGS.regex_timeout,
+    max_decode_depth: DepthOpt = DEFAULT_FLAGS.max_decode_depth,
+    max_decode_bytes: DecodeBytesOpt = DEFAULT_FLAGS.max_decode_bytes,
+    memory_budget: MemoryOpt = DEFAULT_FLAGS.memory_budget,
     allowlist: AllowlistOpt = None,
     no_allowlist: NoAllowlistOpt = False,
     fail_on_stale: FailOnStaleOpt = False,
@@ -172,8 +170,8 @@ def scan(
     ray_address: RayAddressOpt = None,
     mkdir: MkdirOpt = False,
     exclude: ExcludeOpt = [],  # noqa: B006
-    max_findings_per_cell: CellFindingsOpt = DEFAULT_MAX_FINDINGS_PER_CELL,
-    max_findings_per_shard: ShardFindingsOpt = DEFAULT_MAX_FINDINGS_PER_SHARD,
+    max_findings_per_cell: CellFindingsOpt = DEFAULT_FLAGS.max_findings_per_cell,
+    max_findings_per_shard: ShardFindingsOpt = DEFAULT_FLAGS.max_findings_per_shard,
     allow_truncated_findings: AllowTruncatedOpt = False,
     known_secrets: KnownSecretsOpt = [],  # noqa: B006
 ) -> None:
@@ -236,7 +234,7 @@ def hook(
             help="Result cache folder (default: $SHARDSCAN_CACHE_DIR, else .shardscan-cache/ at the repository root).",
         ),
     ] = None,
-    memory_budget: MemoryOpt = DEFAULT_MEMORY,
+    memory_budget: MemoryOpt = DEFAULT_FLAGS.memory_budget,
     exclude: ExcludeOpt = [],  # noqa: B006
 ) -> None:
     """Pre-commit hook: scan the given files, print a compact report, fail on findings or unreadable files.
@@ -280,10 +278,10 @@ def gate(
     no_cache: NoCacheOpt = False,
     cache_dir: CacheDirOpt = None,
     jobs: JobsOpt = None,
-    memory_budget: MemoryOpt = DEFAULT_MEMORY,
+    memory_budget: MemoryOpt = DEFAULT_FLAGS.memory_budget,
     exclude: ExcludeOpt = [],  # noqa: B006
-    max_findings_per_cell: CellFindingsOpt = DEFAULT_MAX_FINDINGS_PER_CELL,
-    max_findings_per_shard: ShardFindingsOpt = DEFAULT_MAX_FINDINGS_PER_SHARD,
+    max_findings_per_cell: CellFindingsOpt = DEFAULT_FLAGS.max_findings_per_cell,
+    max_findings_per_shard: ShardFindingsOpt = DEFAULT_FLAGS.max_findings_per_shard,
     allow_truncated_findings: AllowTruncatedOpt = False,
     known_secrets: KnownSecretsOpt = [],  # noqa: B006
 ) -> None:
