@@ -104,8 +104,8 @@ def redact(
         f"redacted {len(outcome.entries)} span(s) in {len(outcome.written)} shard(s); "
         f"copied {len(outcome.copied)} unchanged; manifest {manifest_path}\n"
     )
-    for _shard, reason in outcome.failed:
-        typer.echo(f"shardscan: error: {reason}", err=True)
+    for failure in outcome.failed:
+        typer.echo(f"shardscan: error: {failure.reason}", err=True)
     if outcome.stopped is not None:
         stopped = outcome.stopped
         raise OutputError(stopped.target, f"{stopped.reason}; stopped there; the shards counted above are complete")

@@ -49,14 +49,14 @@ from shardscan.remediate.rewrite import (
 )
 from shardscan.ruleset import Ruleset
 
-# The writers, the manifest and the selection live in submodules; these names are the package's API.
+# The writers (rewrite) and the manifest live in submodules; these names are the package's API.
 __all__ = [
     "DEFAULT_REPLACEMENT", "MANIFEST_NAME", "MANIFEST_VERSION", "ManifestEntry", "RedactOutcome", "Redaction",
-    "RedactionError", "append_manifest", "apply_spans", "check_outputs", "copy_shard", "default_manifest",
-    "load_manifest", "output_path", "parse_column_path", "parse_verdicts", "readable_copy", "redact",
-    "redact_jsonl_shard", "redact_shard", "redaction_inputs", "redactions_from_report", "redactions_from_report_file",
-    "replace_atomically", "replacement_text", "rescanner", "run_redaction", "select_findings", "stream_compression",
-    "write_manifest",
+    "RedactionError", "ShardFailure", "append_manifest", "apply_spans", "check_outputs", "copy_shard",
+    "default_manifest", "load_manifest", "output_path", "parse_column_path", "parse_verdicts", "readable_copy",
+    "redact", "redact_jsonl_shard", "redact_shard", "redaction_inputs", "redactions_from_report",
+    "redactions_from_report_file", "replace_atomically", "replacement_text", "rescanner", "run_redaction",
+    "select_findings", "stream_compression", "write_manifest",
 ]
 
 
@@ -146,6 +146,14 @@ def readable_copy(written: Path, original_name: str) -> Iterator[Path]:
 
 
 @dataclass(frozen=True, slots=True)
+class ShardFailure:
+    """A shard that could not be redacted safely (its output is not written), and why (never the data)."""
+
+    shard: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class RedactOutcome:
     """What ``redact`` did: manifest entries, shards written, copied and failed (with reasons).
 
@@ -156,7 +164,7 @@ class RedactOutcome:
     entries: tuple[ManifestEntry, ...]
     written: tuple[str, ...]
     copied: tuple[str, ...]
-    failed: tuple[tuple[str, str], ...]
+    failed: tuple[ShardFailure, ...]
     stopped: OutputError | None = None
 
 
@@ -294,7 +302,7 @@ def redact(
     entries: list[ManifestEntry] = []
     written: list[str] = []
     copied: list[str] = []
-    failed: list[tuple[str, str]] = []
+    failed: list[ShardFailure] = []
 
     def outcome(stopped: OutputError | None = None) -> RedactOutcome:
         return RedactOutcome(tuple(entries), tuple(written), tuple(copied), tuple(failed), stopped)
@@ -315,14 +323,14 @@ def redact(
                     target = output_path(out_dir, shard, inputs)
                     copy_shard(shard, target)
                 except RedactionError as err:
-                    failed.append((shard.display, str(err)))
+                    failed.append(ShardFailure(shard.display, str(err)))
                     continue
                 except OutputError as err:
                     return outcome(err)
                 except OSError as exc:
                     if is_output_failure(exc):
                         return outcome(OutputError(str(target), reason(exc)))
-                    failed.append((shard.display, f"{shard.display}: copy failed ({type(exc).__name__})"))
+                    failed.append(ShardFailure(shard.display, f"{shard.display}: copy failed ({type(exc).__name__})"))
                     continue
                 copied.append(shard.display)
             continue
@@ -336,7 +344,7 @@ def redact(
 
         if shard.filesystem is not None or shard.format not in _WRITERS:
             message = f"{shard.display}: redaction writes local Parquet and JSON Lines (.jsonl, .ndjson) shards only"
-            failed.append((shard.display, message))
+            failed.append(ShardFailure(shard.display, message))
             continue
         result: list[ManifestEntry] = []
 
@@ -357,18 +365,18 @@ def redact(
                     write(temp)
                     check(temp)
         except RedactionError as err:
-            failed.append((shard.display, str(err)))
+            failed.append(ShardFailure(shard.display, str(err)))
             continue
         except OutputError as err:
             return outcome(err)
         except Exception as exc:  # a pyarrow failure must not escape with data in its message
             if is_output_failure(exc):
                 return outcome(OutputError(str(target), reason(exc)))
-            failed.append((shard.display, f"{shard.display}: redaction failed ({type(exc).__name__})"))
+            failed.append(ShardFailure(shard.display, f"{shard.display}: redaction failed ({type(exc).__name__})"))
             continue
         entries += result
         written.append(shard.display)
     known = {s.display for s in shards}
     for name in sorted(set(by_shard) - known):
-        failed.append((name, f"{name}: shard named in the findings was not among the inputs"))
+        failed.append(ShardFailure(name, f"{name}: shard named in the findings was not among the inputs"))
     return outcome()
