@@ -287,7 +287,9 @@ def _is_stream(path: Path) -> bool:
     if stat.S_ISDIR(info.st_mode):
         return False
     fd_names = ("/dev/", "/proc/")
-    return not stat.S_ISREG(info.st_mode) or str(path).startswith(fd_names) or os.path.realpath(path).startswith(fd_names)
+    return (
+        not stat.S_ISREG(info.st_mode) or str(path).startswith(fd_names) or os.path.realpath(path).startswith(fd_names)
+    )
 
 
 def write_stream(stream: IO[str], text: str, name: str = STANDARD_OUTPUT) -> None:
@@ -312,7 +314,8 @@ def _write_all(stream: IO[str], text: str) -> None:
         stream.flush()
         return
     stream.flush()
-    _write_fd(fd, text.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict"))
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    _write_fd(fd, text.encode(encoding, getattr(stream, "errors", None) or "strict"))
 
 
 class CheckedStream:

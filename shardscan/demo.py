@@ -18,6 +18,7 @@ import json
 import random
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -30,7 +31,9 @@ SEED = 20260727
 
 SCHEMA = pa.schema(
     [
-        pa.field("conversations", pa.list_(pa.struct([pa.field("content", pa.string()), pa.field("role", pa.string())]))),
+        pa.field(
+            "conversations", pa.list_(pa.struct([pa.field("content", pa.string()), pa.field("role", pa.string())]))
+        ),
         *(
             pa.field(name, pa.string())
             for name in (
@@ -53,7 +56,7 @@ def shard_name(index: int) -> str:
     return f"train-{index:05d}-of-{NUM_SHARDS:05d}.parquet"
 
 
-def _jwt(rng: random.Random, payload: dict) -> str:
+def _jwt(rng: random.Random, payload: dict[str, Any]) -> str:
     header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
     body = b64url(json.dumps(payload, separators=(",", ":")).encode())
     return f"{header}.{body}.{b64url(rng.randbytes(32))}"
@@ -88,10 +91,10 @@ def _hallucinated_key_body(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
-def _row(rng: random.Random, shard: int, row: int) -> dict:
+def _row(rng: random.Random, shard: int, row: int) -> dict[str, Any]:
     task = rng.choice(_TASKS)
     run_id = str(uuid.UUID(int=rng.getrandbits(128)))
-    commit = "%040x" % rng.getrandbits(160)
+    commit = f"{rng.getrandbits(160):040x}"
     instruction = task["instruction"]
     conversations = [
         {"role": "system", "content": _SYSTEM_PROMPT},
@@ -116,14 +119,16 @@ def _row(rng: random.Random, shard: int, row: int) -> dict:
         conversations[2]["content"] = json.dumps({"tool": "fetch", "arguments": {"url": "https://shop.example/orders/1182"}})
         conversations[3]["content"] = page
     if (shard, row) == GITHUB_RAW_JWT_ROW:
-        url = "https://raw.githubusercontent.com/acme-labs/bench-tasks/main/tasks/setup.sh?token=" + _github_raw_jwt(rng)
+        script = "https://raw.githubusercontent.com/acme-labs/bench-tasks/main/tasks/setup.sh"
+        url = script + "?token=" + _github_raw_jwt(rng)
         conversations[2]["content"] = json.dumps({"tool": "fetch", "arguments": {"url": url}})
         conversations[3]["content"] = "#!/bin/sh\nset -e\napt-get install -y jq\n"
     if (shard, row) == OMITTED_KEY_ROW:
         instruction = (
             "You are given the text of a PEM file. Write a function is_private_key(text) that returns True when the "
             "text is a PEM private key. A private key file looks like this:\n\n"
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA...\n<key body omitted>\n-----END RSA PRIVATE KEY-----\n\n"
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA...\n<key body omitted>\n"
+            "-----END RSA PRIVATE KEY-----\n\n"
             "Input: a string. Output: True or False."
         )
         conversations[1]["content"] = "Solve the following problem.\n" + instruction.split("\n\n", 1)[0]
@@ -175,7 +180,8 @@ _TASKS = [
     {
         "name": "download-model-card",
         "instruction": "Download the README of the model gpt2 with huggingface_hub and count its lines.",
-        "command": "python -c \"from huggingface_hub import hf_hub_download; print(hf_hub_download('gpt2', 'README.md'))\"",
+        "command": "python -c \"from huggingface_hub import hf_hub_download; "
+                   "print(hf_hub_download('gpt2', 'README.md'))\"",
         "output": "/root/.cache/huggingface/hub/models--gpt2/snapshots/{commit}/README.md",
         "answer": "The README was downloaded with hf_hub_download; it has 212 lines.",
         "verifier": "PASS test_readme_lines (commit {commit})",

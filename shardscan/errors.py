@@ -74,3 +74,8 @@ class OutputError(ShardscanError):
 
 class MissingDependencyError(ConfigError):
     """An optional package a path or option needs is not installed; the message gives the install command."""
+
+
+class IncompleteInputError(ShardscanError):
+    """An input could not be found or read, so a command did nothing rather than part of its work;
+    names the input, never its data (the CLI maps this to exit code 3)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -99,7 +99,9 @@ def load_report_findings(path: str | Path) -> list[ReportFinding]:
                 blocking=bool(raw.get("blocking", False)),
             )
         except (KeyError, TypeError, ValueError):
-            raise ConfigError(f"{path}: finding {number}: malformed (missing rule_id, location or fingerprint)") from None
+            raise ConfigError(
+                f"{path}: finding {number}: malformed (missing rule_id, location or fingerprint)"
+            ) from None
         if not FINGERPRINT_RE.fullmatch(finding.fingerprint):
             raise ConfigError(f"{path}: finding {number}: fingerprint is not sha256:<64 hex digits>")
         out.append(finding)
@@ -256,7 +258,7 @@ def append_entry(path: str | Path, entry: NewEntry, *, secret_check: SecretCheck
     return written
 
 
-def _comparable(entry: AllowlistEntry) -> dict:
+def _comparable(entry: AllowlistEntry) -> dict[str, Any]:
     data = entry.to_dict()
     data.pop("line")
     return data
@@ -280,14 +282,11 @@ def covering_entry(allowlist: Allowlist | None, finding: ReportFinding, today: d
     """The first entry (expired or not) that matches ``finding``; None when there is none."""
     if allowlist is None:
         return None
-    for entry in allowlist.entries:
-        if entry.matches_fields(finding.fingerprint, finding.rule_id, finding.kind, finding.shard, finding.column):
-            if not entry.is_expired(today):
-                return entry
-    for entry in allowlist.entries:
-        if entry.matches_fields(finding.fingerprint, finding.rule_id, finding.kind, finding.shard, finding.column):
-            return entry
-    return None
+    matching = [
+        entry for entry in allowlist.entries
+        if entry.matches_fields(finding.fingerprint, finding.rule_id, finding.kind, finding.shard, finding.column)
+    ]
+    return next((entry for entry in matching if not entry.is_expired(today)), matching[0] if matching else None)
 
 
 def git_user_name() -> str | None:
@@ -298,6 +297,68 @@ def git_user_name() -> str | None:
         return None
     name = proc.stdout.strip()
     return name if proc.returncode == 0 and name else None
+
+
+# ---- allowlist add ----------------------------------------------------------------------------
+
+
+def chosen_finding(findings: list[ReportFinding], number: int, reason: str | None) -> ReportFinding:
+    """Finding ``number`` (1-based) of a report, to accept with ``reason``; ConfigError when there is
+    no such finding or no reason."""
+    if not 1 <= number <= len(findings):
+        raise ConfigError(f"--finding {number}: the report has {len(findings)} finding(s), numbered from 1")
+    if reason is None or not reason.strip():
+        raise ConfigError("--finding needs --reason: say why the finding is not a live credential")
+    return findings[number - 1]
+
+
+def reviewer_name(given: str | None) -> str:
+    """The reviewer an entry names: ``given``, else git's user.name; ConfigError when neither is set."""
+    who = given or git_user_name()
+    if not who or not who.strip():
+        raise ConfigError("no reviewer: pass --reviewer NAME (git user.name is not set)")
+    return who
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What accepting a finding did: the entry appended (``new``), or the entry already accepting it."""
+
+    entry: AllowlistEntry
+    new: bool
+
+
+def add_finding(
+    path: Path,
+    finding: ReportFinding,
+    new_entry: NewEntry,
+    *,
+    today: date,
+    confirm_live: bool,
+    secret_check: SecretCheck | None = None,
+) -> Added:
+    """Append ``new_entry`` accepting ``finding`` to the allowlist at ``path`` (created if missing).
+
+    A finding an unexpired entry already accepts is not added twice (unless the new entry narrows
+    it to a rule, shard or column); an expired one must be renewed by editing it. A
+    finding verified as a working credential needs ``confirm_live`` and a reason of
+    :data:`LIVE_REASON_WORDS` words. Refusals are ConfigErrors naming the file and line.
+    """
+    cover = covering_entry(existing_allowlist(path, secret_check=secret_check), finding, today)
+    narrowed = bool(new_entry.rule or new_entry.shard or new_entry.column)
+    if cover is not None and not narrowed:
+        if not cover.is_expired(today):
+            return Added(cover, new=False)
+        raise ConfigError(f"{path}:{cover.line}: entry {cover.index} accepted finding {finding.number} until "
+                          f"{cover.expires}; edit its 'expires' to renew it")
+    if finding.verdict == "valid":
+        if not confirm_live:
+            raise ConfigError(f"finding {finding.number} was verified offline as a working credential: revoke or "
+                              "rotate it; to accept it anyway, add --confirm-live and a reason that says why "
+                              "publishing it is safe")
+        if len(new_entry.reason.split()) < LIVE_REASON_WORDS:
+            raise ConfigError(f"--reason: a live credential needs a reason of at least {LIVE_REASON_WORDS} words")
+    return Added(append_entry(path, new_entry, secret_check=secret_check), new=True)
 
 
 # ---- interactive review -----------------------------------------------------------------------
@@ -313,6 +374,9 @@ class ReviewOutcome:
     remaining: int
     quit: bool
 
+
+# Asks a question; the answer, or None at the end of input.
+Ask = Callable[[str], str | None]
 
 _HELP = "a = accept (asks for a reason), s = skip, q = quit (accepted entries are already saved)"
 
@@ -425,7 +489,7 @@ LIVE_REASON_WORDS = 6
 LIVE_CONFIRMATION = "publish live"
 
 
-def _confirm_live(ask, stdout: TextIO) -> bool | None:
+def _confirm_live(ask: Ask, stdout: TextIO) -> bool | None:
     """Whether the reviewer, warned, confirms accepting a credential verified offline as working
     (None at the end of input)."""
     stdout.write(
@@ -441,7 +505,7 @@ def _confirm_live(ask, stdout: TextIO) -> bool | None:
     return False
 
 
-def _ask_reason(ask, stdout: TextIO, min_words: int = 1) -> str | None:
+def _ask_reason(ask: Ask, stdout: TextIO, min_words: int = 1) -> str | None:
     while True:
         reason = ask("reason (required): ")
         if reason is None:

@@ -338,16 +338,16 @@ def test_terminal_sections_and_why():
 
 
 def test_use_color_respects_tty_and_no_color(monkeypatch):
-    from shardscan import cli
+    from shardscan.cli.output import use_color
 
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
     monkeypatch.delenv("NO_COLOR", raising=False)
-    assert cli._use_color() is True
+    assert use_color() is True
     monkeypatch.setenv("NO_COLOR", "1")
-    assert cli._use_color() is False
+    assert use_color() is False
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)
-    assert cli._use_color() is False
+    assert use_color() is False
 
 
 # ---- HTML (static checks; the browser checks are in test_reporters_html.py) ----------------------

@@ -1,31 +1,25 @@
-"""Remediation: write copies of shards with secret spans replaced, keeping everything else intact.
+"""Rewriting a shard with cell spans replaced: the Parquet and JSON Lines writers of redaction.
 
 The engine knows exactly which characters of which cell hold a secret (the encoded span, for a
 secret found inside JSON escapes or base64). Redaction replaces those spans in the original cell
 text and rewrites only the affected columns of the affected row groups; schema, row order, row
-count, row-group layout and file metadata are kept. The output is re-read and re-scanned before
-it is accepted, and a manifest records what changed without ever holding a secret.
+count, row-group layout and file metadata are kept.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from shardscan.atomic import atomic_path, is_output_failure, reason, remove_stale_temps, temp_path, write_file
-from shardscan.errors import ConfigError, OutputError, ShardscanError
-from shardscan.model import Finding, Status, Verdict
+from shardscan.errors import ShardscanError
 from shardscan.reader import METADATA_ROW, ShardRef
 from shardscan.reader.cells import field_label
 from shardscan.reader.parquet import row_group_offsets
@@ -65,27 +59,6 @@ class ManifestEntry:
     old_length: int
     new_length: int
 
-
-def select_findings(
-    findings: Iterable[Finding],
-    verdicts: set[Verdict] | None = None,
-    include_allowlisted: bool = False,
-) -> list[Redaction]:
-    """The findings to redact: blocking ones by default, or those with the given verdicts.
-
-    Allowlisted findings are reviewed and kept on purpose, so they are left alone unless asked.
-    """
-    chosen: list[Redaction] = []
-    for f in findings:
-        if f.status == Status.ALLOWLISTED and not include_allowlisted:
-            continue
-        wanted = f.verdict in verdicts if verdicts is not None else (f.blocking or f.status == Status.ALLOWLISTED)
-        if wanted:
-            loc = f.location
-            chosen.append(Redaction(loc.shard, loc.row, loc.column, f.rule_id, f.kind, f.fingerprint, f.start, f.end))
-    return chosen
-
-
 def replacement_text(template: str, redaction: Redaction) -> str:
     """Fill the placeholder template: ``{kind}``, ``{rule}`` and ``{fp}`` (first 4 hex of the fingerprint).
 
@@ -122,7 +95,9 @@ def parse_column_path(path: str, schema: pa.Schema) -> tuple[str, list[Step]]:
     place: the schema would change.
     """
     if _NAME_CELL.search(path):
-        raise RedactionError(f"column path {path!r} is a field name: rename the field (a redacted copy keeps the schema)")
+        raise RedactionError(
+            f"column path {path!r} is a field name: rename the field (a redacted copy keeps the schema)"
+        )
     resolved = _field_at(path, schema.names)
     if resolved is None:
         raise RedactionError(f"column path {path!r} does not match the shard's schema")
@@ -423,7 +398,8 @@ def _manifest(items: list[Redaction], template: str) -> list[ManifestEntry]:
 def stream_compression(name: str) -> str | None:
     """The compression a JSON Lines shard's name implies (``.gz``, ``.zst``, ``.bz2``), or None."""
     lower = name.lower()
-    return next((c for suffix, c in ((".gz", "gzip"), (".zst", "zstd"), (".bz2", "bz2")) if lower.endswith(suffix)), None)
+    suffixes = ((".gz", "gzip"), (".zst", "zstd"), (".bz2", "bz2"))
+    return next((c for suffix, c in suffixes if lower.endswith(suffix)), None)
 
 
 def _compression(parquet: pq.ParquetFile) -> str:
@@ -433,281 +409,3 @@ def _compression(parquet: pq.ParquetFile) -> str:
     except Exception:
         return "snappy"
 
-
-def output_path(out_dir: Path, shard: ShardRef, inputs: frozenset[str] = frozenset()) -> Path:
-    """Where a shard's copy goes under ``out_dir``: its display name as a path inside ``out_dir``.
-
-    A shard given by an absolute path (or with ``..``) is displayed that way; joined as it is, it
-    would name the source itself, which writing the copy would overwrite. Its root and ``..``
-    parts are dropped instead. A target that is the source, or any other input (``inputs``: real
-    paths; ``--out`` inside the scanned folder can name one), is refused: redaction never writes
-    over, or removes, a file it was given.
-    """
-    parts = [part for part in PurePosixPath(shard.display.replace("\\", "/")).parts if part not in ("/", ".", "..")]
-    target = out_dir.joinpath(*(part.replace(":", "_") for part in parts)) if parts else out_dir / "shard"
-    if shard.filesystem is None and target.exists() and os.path.samefile(target, shard.path):
-        raise RedactionError(f"{shard.display}: the output would overwrite the shard itself (use --in-place for that)")
-    if os.path.realpath(target) in inputs:
-        raise RedactionError(f"{shard.display}: the output would overwrite another input shard; choose an --out "
-                             "folder outside the inputs")
-    return target
-
-
-def copy_shard(source: ShardRef, destination: Path) -> None:
-    """Copy an unaffected shard byte for byte (through a temporary name, with the source's mode)."""
-    with atomic_path(destination, mkdir=True, like=Path(source.path)) as temp:
-        shutil.copyfile(source.path, temp)
-
-
-def replace_atomically(source_path: Path, write: Callable[[Path], None], check: Callable[[Path], None]) -> None:
-    """Write a new version of ``source_path`` to a temporary file beside it, check it, then rename.
-
-    The temporary name ends in :data:`shardscan.atomic.TEMP_SUFFIX`, which discovery never reads
-    as data, so a run killed before the rename leaves nothing a later scan or gate would count;
-    the next run that writes the shard removes it. The new file gets the shard's mode, owner and
-    group. If writing or checking fails, the original is intact and the temporary file is removed.
-    A shard that is a symlink is replaced by the redacted file; the file it pointed to (which other
-    links, such as a Hugging Face cache's snapshots, may share) is left as it was.
-    """
-    with atomic_path(source_path, like=source_path, owner=True, through_links=False) as temp:
-        write(temp)
-        check(temp)
-
-
-@contextmanager
-def readable_copy(written: Path, original_name: str) -> Iterator[Path]:
-    """A path the reader reads ``written`` from as it would read a file named ``original_name``.
-
-    The reader picks a JSON Lines shard's decompression from its name, and a temporary name ends
-    in the reserved suffix: a compressed one is decompressed into a second temporary file (also
-    with the reserved suffix) for the check, which also proves it decompresses completely.
-    """
-    compression = stream_compression(original_name)
-    if compression is None:
-        yield written
-        return
-    plain = temp_path(written.with_name(Path(original_name).name))
-    try:
-        with pa.input_stream(str(written), compression=compression) as source, open(plain, "wb") as sink:
-            while chunk := source.read(1 << 20):
-                sink.write(chunk)
-        yield plain
-    finally:
-        plain.unlink(missing_ok=True)
-
-
-# ---- manifest -----------------------------------------------------------------------------------
-
-MANIFEST_VERSION = 1
-MANIFEST_NAME = "redactions.json"
-
-
-def default_manifest(out_dir: Path | None) -> Path:
-    """Where the manifest goes unless ``--manifest`` says: beside ``--out`` (``clean`` ->
-    ``clean.redactions.json``), never inside it; ``redactions.json`` here for ``--in-place``."""
-    if out_dir is None:
-        return Path(MANIFEST_NAME)
-    resolved = out_dir.resolve()
-    return resolved.with_name(f"{resolved.name}.{MANIFEST_NAME}")
-
-
-def load_manifest(path: Path) -> dict:
-    """The manifest at ``path`` (an empty one when missing); ConfigError naming it when it is not one.
-
-    Redaction appends to an existing manifest, so a file that is not a shardscan manifest is
-    refused rather than replaced.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {"version": MANIFEST_VERSION, "runs": [], "redactions": []}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the existing redaction manifest ({type(exc).__name__})") from None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if (
-        not isinstance(data, dict)
-        or data.get("version") != MANIFEST_VERSION
-        or not isinstance(data.get("redactions"), list)
-        or not isinstance(data.get("runs", []), list)
-    ):
-        raise ConfigError(f"{path}: exists and is not a shardscan redaction manifest; choose another --manifest")
-    data.setdefault("runs", [])
-    return data
-
-
-def append_manifest(path: Path, entries: list[ManifestEntry], run: dict[str, Any] | None = None) -> dict:
-    """Add this run's ``entries`` to the manifest at ``path`` (created if missing); return what was written.
-
-    Earlier runs' entries are kept: a second ``redact`` of the same data adds to the record (each
-    entry names its run), it never replaces it. Written through a temporary file and a rename.
-    """
-    data = load_manifest(path)
-    number = len(data["runs"]) + 1
-    data["runs"].append({"run": number, **(run or {}), "redactions": len(entries)})
-    data["redactions"].extend(
-        {
-            "run": number,
-            "shard": e.shard,
-            "row": e.row,
-            "column": e.column,
-            "rule_id": e.rule_id,
-            "fingerprint": e.fingerprint,
-            "start": e.start,
-            "old_length": e.old_length,
-            "new_length": e.new_length,
-        }
-        for e in entries
-    )
-    write_file(path, json.dumps(data, indent=2) + "\n")
-    return data
-
-
-def write_manifest(path: Path, entries: list[ManifestEntry]) -> None:
-    """``redactions.json``: shard, row, column, rule, fingerprint, old and new lengths (appended to
-    an existing manifest, see :func:`append_manifest`)."""
-    append_manifest(path, entries)
-
-
-# ---- orchestration ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RedactOutcome:
-    """What ``redact`` did: manifest entries, shards written, copied and failed (with reasons).
-
-    ``stopped`` is set when an output could not be written (a full disk, a read-only folder): the
-    run stopped there, and what it lists before that is complete.
-    """
-
-    entries: tuple[ManifestEntry, ...]
-    written: tuple[str, ...]
-    copied: tuple[str, ...]
-    failed: tuple[tuple[str, str], ...]
-    stopped: OutputError | None = None
-
-
-_WRITERS: dict[str, Callable[..., list[ManifestEntry]]] = {"parquet": redact_shard, "jsonl": redact_jsonl_shard}
-
-
-def redactions_from_report(data: dict, verdicts: set[Verdict] | None, include_allowlisted: bool) -> list[Redaction]:
-    """Select redactions from a JSON report (``shardscan scan --format json``)."""
-    chosen = []
-    for f in data.get("findings", []):
-        allowlisted = f.get("status") == str(Status.ALLOWLISTED)
-        if allowlisted and not include_allowlisted:
-            continue
-        wanted = f.get("verdict") in {str(v) for v in verdicts} if verdicts is not None else (f.get("blocking") or allowlisted)
-        if wanted:
-            chosen.append(
-                Redaction(f["shard"], int(f["row"]), f["column"], f["rule_id"], f["kind"], f["fingerprint"],
-                          int(f["start"]), int(f["end"]))
-            )
-    return chosen
-
-
-def redact(
-    shards: list[ShardRef],
-    redactions: list[Redaction],
-    out_dir: Path | None,
-    *,
-    rescan: Callable[[ShardRef], set[str]],
-    template: str = DEFAULT_REPLACEMENT,
-    only_changed: bool = False,
-    in_place: bool = False,
-) -> RedactOutcome:
-    """Write redacted copies (or replace in place, atomically) and verify each by re-scanning.
-
-    ``rescan`` returns the fingerprints found in a written shard; a shard whose output still holds
-    a fingerprint that was to be redacted fails, and (in place) the original is left untouched.
-    Every file is written under a temporary name (see :mod:`shardscan.atomic`) and renamed once
-    complete and checked; temporary files that killed runs left beside the files written are
-    removed first. An output that cannot be written stops the run (``stopped``).
-    """
-    by_shard: dict[str, list[Redaction]] = defaultdict(list)
-    for r in redactions:
-        by_shard[r.shard].append(r)
-    inputs = frozenset(os.path.realpath(s.path) for s in shards if s.filesystem is None)
-    entries: list[ManifestEntry] = []
-    written: list[str] = []
-    copied: list[str] = []
-    failed: list[tuple[str, str]] = []
-
-    def outcome(stopped: OutputError | None = None) -> RedactOutcome:
-        return RedactOutcome(tuple(entries), tuple(written), tuple(copied), tuple(failed), stopped)
-
-    if in_place:
-        try:
-            for shard in shards:
-                if shard.filesystem is None:
-                    remove_stale_temps(Path(shard.path))
-        except OutputError as err:
-            return outcome(err)
-    for shard in shards:
-        items = by_shard.get(shard.display, [])
-        if not items:
-            if not in_place and not only_changed and out_dir is not None:
-                target = out_dir
-                try:
-                    target = output_path(out_dir, shard, inputs)
-                    copy_shard(shard, target)
-                except RedactionError as err:
-                    failed.append((shard.display, str(err)))
-                    continue
-                except OutputError as err:
-                    return outcome(err)
-                except OSError as exc:
-                    if is_output_failure(exc):
-                        return outcome(OutputError(str(target), reason(exc)))
-                    failed.append((shard.display, f"{shard.display}: copy failed ({type(exc).__name__})"))
-                    continue
-                copied.append(shard.display)
-            continue
-        wanted = {r.fingerprint for r in items}
-
-        def check(path: Path, shard: ShardRef = shard, wanted: set[str] = wanted) -> None:
-            with readable_copy(path, shard.path) as readable:
-                left = rescan(ShardRef(display=shard.display, path=str(readable), format=shard.format)) & wanted
-            if left:
-                raise RedactionError(f"{shard.display}: {len(left)} secret(s) still present after redaction")
-
-        result: list[ManifestEntry] = []
-
-        def write(path: Path, shard: ShardRef = shard, items: list[Redaction] = items) -> None:
-            result.extend(writer(shard, path, items, template))
-
-        if shard.filesystem is not None or shard.format not in _WRITERS:
-            message = f"{shard.display}: redaction writes local Parquet and JSON Lines (.jsonl, .ndjson) shards only"
-            failed.append((shard.display, message))
-            continue
-        writer = _WRITERS[shard.format]
-
-        target = Path(shard.path)
-        try:
-            if in_place:
-                replace_atomically(target, write, check)
-            else:
-                assert out_dir is not None
-                target = output_path(out_dir, shard, inputs)
-                # Folders below --out mirror the inputs' layout: they are part of the asked-for output.
-                with atomic_path(target, mkdir=True, like=Path(shard.path)) as temp:
-                    write(temp)
-                    check(temp)
-        except RedactionError as err:
-            failed.append((shard.display, str(err)))
-            continue
-        except OutputError as err:
-            return outcome(err)
-        except Exception as exc:  # a pyarrow failure must not escape with data in its message
-            if is_output_failure(exc):
-                return outcome(OutputError(str(target), reason(exc)))
-            failed.append((shard.display, f"{shard.display}: redaction failed ({type(exc).__name__})"))
-            continue
-        entries += result
-        written.append(shard.display)
-    known = {s.display for s in shards}
-    for name in sorted(set(by_shard) - known):
-        failed.append((name, f"{name}: shard named in the findings was not among the inputs"))
-    return outcome()
