@@ -74,8 +74,9 @@ class _Expanded:
     problem: Unresolved | None = None
     ignore: tuple[str, ...] = ()  # lines of the root's .shardscanignore
     # Entries under a folder that hold no readable file: a folder that could not be listed, a
-    # broken link, a FIFO or socket. Each is "not scanned" (the scan is incomplete) unless excluded.
-    unlisted: tuple[tuple[str, str], ...] = ()  # (path relative to the root, reason)
+    # broken link, a FIFO or socket. Each is "not scanned" (the scan is incomplete) unless excluded;
+    # their paths are relative to the root.
+    unlisted: tuple[NotScanned, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +126,12 @@ def discover_files(
             problems.append(expanded.problem)
             continue
         rules = Exclusions(option, base_ignore + compile_patterns(expanded.ignore))
-        for rel, reason in expanded.unlisted:
-            source = rules.source_of(rel)
+        for entry in expanded.unlisted:
+            source = rules.source_of(entry.path)
             if source is not None:
-                excluded.append(Excluded(_display(os.path.join(raw, rel)), source))
+                excluded.append(Excluded(_display(os.path.join(raw, entry.path)), source))
             else:
-                not_scanned.append(NotScanned(rel, reason))
+                not_scanned.append(entry)
         # Tar members are matched against the same globs (as lines: they travel to workers).
         member_globs = tuple(exclude) + tuple(ignore_patterns) + expanded.ignore
         kept = 0
@@ -175,11 +176,11 @@ def _expand(raw: str) -> _Expanded:
     path = Path(raw)
     if path.is_dir():
         files, unlisted = _walk(path)
-        found = []
+        walked: list[_Found] = []
         for rel in files:
             ref = ShardRef(display=rel, path=str(path / rel), format=_format_of(rel))
-            found.append(_Found(ref, rel, _display(str(path / rel))))
-        return _Expanded(tuple(found), None, _local_ignore(path), tuple(unlisted))
+            walked.append(_Found(ref, rel, _display(str(path / rel))))
+        return _Expanded(tuple(walked), None, _local_ignore(path), tuple(unlisted))
     if path.exists():
         display = _display(raw)
         return _Expanded((_Found(ShardRef(display=display, path=str(path), format=_format_of(path.name)), display,
@@ -193,7 +194,7 @@ def _expand(raw: str) -> _Expanded:
     return _Expanded(problem=Unresolved(raw, "no such file, folder or glob match"))
 
 
-def _walk(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
+def _walk(root: Path) -> tuple[list[str], list[NotScanned]]:
     """Every regular file below ``root`` (relative, ``/``-separated, sorted), following linked
     folders once each, and every entry that holds no readable file with the reason.
 
@@ -201,12 +202,13 @@ def _walk(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
     000 or a linked-in folder would pass unread.
     """
     files: list[str] = []
-    unlisted: list[tuple[str, str]] = []
+    unlisted: list[NotScanned] = []
     seen: set[tuple[int, int]] = set()
 
     def failed(error: OSError) -> None:
         where = os.path.relpath(error.filename, root) if error.filename else "."
-        unlisted.append((Path(where).as_posix(), f"folder could not be listed ({error.strerror or type(error).__name__})"))
+        reason = f"folder could not be listed ({error.strerror or type(error).__name__})"
+        unlisted.append(NotScanned(Path(where).as_posix(), reason))
 
     for folder, dirs, names in os.walk(root, onerror=failed, followlinks=True):
         try:
@@ -226,9 +228,9 @@ def _walk(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
             if os.path.isfile(full):
                 files.append(rel)
             elif os.path.islink(full) and not os.path.exists(full):
-                unlisted.append((rel, "a link to nothing"))
+                unlisted.append(NotScanned(rel, "a link to nothing"))
             else:
-                unlisted.append((rel, "not a regular file (a FIFO, socket or device)"))
+                unlisted.append(NotScanned(rel, "not a regular file (a FIFO, socket or device)"))
     return sorted(files), unlisted
 
 

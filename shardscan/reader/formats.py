@@ -6,7 +6,9 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from shardscan.errors import ShardReadError
+from shardscan.reader.arrow_ipc import ArrowIpcReader
 from shardscan.reader.cells import LeafCells
+from shardscan.reader.jsonl import JsonlReader
 from shardscan.reader.parquet import ParquetReader, RowGroupBatch
 from shardscan.reader.sources import ShardRef
 
@@ -30,29 +32,15 @@ class ShardReader(Protocol):
         ...
 
 
-def _jsonl(shard: ShardRef) -> ShardReader:
-    from shardscan.reader.jsonl import JsonlReader
-
-    return JsonlReader(shard)
-
-
 def _json(shard: ShardRef) -> ShardReader:
-    from shardscan.reader.jsonl import JsonlReader
-
     return JsonlReader(shard, documents=True)
-
-
-def _arrow(shard: ShardRef) -> ShardReader:
-    from shardscan.reader.arrow_ipc import ArrowIpcReader
-
-    return ArrowIpcReader(shard)
 
 
 READERS: dict[str, Callable[[ShardRef], ShardReader]] = {
     "parquet": ParquetReader,
-    "jsonl": _jsonl,
+    "jsonl": JsonlReader,
     "json": _json,
-    "arrow": _arrow,
+    "arrow": ArrowIpcReader,
 }
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import chain
 
 import numpy as np
@@ -107,8 +107,8 @@ class JsonlReader:
         # Only JSON objects go to pyarrow's reader, which crashes the process (not an exception)
         # on a batch of bare nulls or on arrays nested tens of thousands deep.
         parsable = [_parsable_object(text) for _, text in lines]
-        objects = [line for line, ok in zip(lines, parsable) if ok]
-        raw: list[Line] = [line for line, ok in zip(lines, parsable) if not ok]
+        objects = [line for line, ok in zip(lines, parsable, strict=True) if ok]
+        raw: list[Line] = [line for line, ok in zip(lines, parsable, strict=True) if not ok]
         for table, numbers in _parse(objects, raw) if objects else ():
             for leaf in batch_from_table(table).leaves:
                 leaves.append(LeafCells(leaf.template, leaf.values, numbers[leaf.rows], leaf.path_args, leaf.roles))
@@ -125,7 +125,8 @@ class JsonlReader:
             texts = [text.decode("utf-8", "replace") for _, text in raw]
             rows = np.array([number for number, _ in raw], dtype=np.int64)
             leaves.append(LeafCells(RAW_COLUMN, pa.array(texts, type=pa.large_string()), rows))
-            problems = [(number, problem) for (number, _), text in zip(raw, texts) if (problem := _json_problem(text))]
+            problems = [(number, problem) for (number, _), text in zip(raw, texts, strict=True)
+                        if (problem := _json_problem(text))]
         yield RowGroupBatch(index=index, row_offset=0, num_rows=len(lines), leaves=tuple(leaves))
         for number, problem in problems:
             yield ShardReadError(self.shard.display, f"{problem} (scanned as text)", index, row=number)
@@ -179,10 +180,10 @@ def _int_or_digits(digits: str) -> int | str:
     return int(digits) if len(digits) <= 4000 else digits
 
 
-def _noting_repeats(repeated: list[bool]):
+def _noting_repeats(repeated: list[bool]) -> Callable[[list[tuple[str, object]]], dict[str, object]]:
     """An ``object_pairs_hook`` that builds dicts and notes any object that repeats a key."""
 
-    def hook(pairs: list[tuple[str, object]]) -> dict:
+    def hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
         built = dict(pairs)
         if len(built) != len(pairs):
             repeated.append(True)
@@ -237,11 +238,11 @@ def _parse(lines: list[Line], raw: list[Line], refused: bool = False) -> Iterato
     middle = len(lines) // 2
     halves = (lines[:middle], lines[middle:])
     tables = [_read_json([text for _, text in half]) for half in halves]
-    readable = [table is not None and table.num_rows == len(half) for half, table in zip(halves, tables)]
+    readable = [table is not None and table.num_rows == len(half) for half, table in zip(halves, tables, strict=True)]
     if not any(readable):
         raw.extend(lines)
         return
-    for half, table, ok in zip(halves, tables, readable):
+    for half, table, ok in zip(halves, tables, readable, strict=True):
         if ok:
             yield table, np.array([number for number, _ in half], dtype=np.int64)
         else:
@@ -262,7 +263,7 @@ def _read_json(texts: list[bytes]) -> pa.Table | None:
         return None
 
 
-def _object_of(text: bytes) -> dict | None:
+def _object_of(text: bytes) -> dict[str, object] | None:
     """The line's JSON object, or None (not an object, malformed, too deep, or repeating a key,
     whose earlier value parsing would lose: such a line is scanned as text)."""
     if _OBJECT_START.match(text) is None:
@@ -276,7 +277,7 @@ def _object_of(text: bytes) -> dict | None:
     return value if isinstance(value, dict) and not repeated else None
 
 
-def walk_objects(rows: list[tuple[int, dict]]) -> list[LeafCells]:
+def walk_objects(rows: list[tuple[int, dict[str, object]]]) -> list[LeafCells]:
     """Leaves of parsed JSON objects (row number, object), with the column paths and roles that
     pyarrow's reader and the Parquet flattening give (``messages[1].content[0].text``).
 

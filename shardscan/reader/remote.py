@@ -49,7 +49,8 @@ def resolve(url: str) -> tuple[pafs.FileSystem, str, Callable[[str], str]]:
     try:
         import fsspec
     except ImportError:
-        raise ImportError(f"{scheme}:// URLs are read through fsspec: pip install fsspec{_package_hint(scheme)}") from None
+        hint = f"pip install fsspec{_package_hint(scheme)}"
+        raise ImportError(f"{scheme}:// URLs are read through fsspec: {hint}") from None
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ImportError as exc:

@@ -103,7 +103,8 @@ class ShardRef:
         try:
             if self.filesystem is None:
                 return os.path.getsize(self.path)
-            return self.filesystem.get_file_info(self.path).size
+            size: int | None = self.filesystem.get_file_info(self.path).size  # pyarrow: None when unknown
+            return size
         except Exception:
             return None
 
