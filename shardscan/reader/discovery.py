@@ -170,7 +170,8 @@ def _expand(raw: str) -> _Expanded:
     if _is_url(raw):
         from shardscan.reader.remote import discover_url  # remote readers load for URLs only
 
-        listed, problem = discover_url(raw)
+        listing = discover_url(raw)
+        listed, problem = listing.files, listing.problem
         found = tuple(_Found(replace(f.ref, format=_format_of(f.ref.path)), f.rel, f.ref.display) for f in listed)
         return _Expanded(found, problem, _remote_ignore(listed) if problem is None and len(listed) > 1 else ())
     path = Path(raw)
@@ -301,7 +302,7 @@ def _local_ignore(folder: Path) -> tuple[str, ...]:
     return tuple(ignore_file_lines(folder))
 
 
-def _remote_ignore(listed: list[Listed]) -> tuple[str, ...]:
+def _remote_ignore(listed: Sequence[Listed]) -> tuple[str, ...]:
     for item in listed:
         if item.rel == IGNORE_FILE:
             try:

@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +46,16 @@ RAW_COLUMN = "__line__"
 DOCUMENT_LIMIT = 64 << 20
 _BOM = b"\xef\xbb\xbf"
 
-Line = tuple[int, bytes]
+
+
+class Line(NamedTuple):
+    """One line of the shard: its 0-based number (the finding's row) and its bytes.
+
+    A named tuple rather than a dataclass: one is made per line read, and it costs what a tuple does.
+    """
+
+    number: int
+    text: bytes
 
 
 class JsonlReader:
@@ -91,10 +101,10 @@ class JsonlReader:
             if line is None:
                 break
             read += 1
-            if not line[1].strip():
+            if not line.text.strip():
                 continue
             pending.append(line)
-            size += len(line[1])
+            size += len(line.text)
             if size >= BATCH_BYTES or len(pending) >= BATCH_LINES:
                 yield from self._batch(index, pending)
                 index += 1
@@ -119,7 +129,7 @@ class JsonlReader:
         if walked:
             leaves += walk_objects(walked)
             done = {number for number, _ in walked}
-            raw = [line for line in raw if line[0] not in done]
+            raw = [line for line in raw if line.number not in done]
         if raw:
             raw.sort()
             texts = [text.decode("utf-8", "replace") for _, text in raw]
@@ -146,9 +156,9 @@ def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
     head: list[Line] = []
     for line in lines:
         head.append(line)
-        if line[1].strip():
+        if line.text.strip():
             break
-    first = head[-1][1].strip() if head else b""
+    first = head[-1].text.strip() if head else b""
     if first.startswith(b"{") and _is_json(first.decode("utf-8", "replace")):
         return chain(head, lines)  # JSON Lines
     body = [text for _, text in head]
@@ -166,13 +176,14 @@ def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
         document = json.loads(whole, parse_int=_int_or_digits, object_pairs_hook=_noting_repeats(repeated))
     except (ValueError, RecursionError):  # not JSON, not UTF-8 or too deep
         if all(_is_json(text.decode("utf-8", "replace")) for text in body if text.strip()):
-            return iter(list(enumerate(body)))  # JSON Lines after all (a first line that is no object)
-        return iter([(0, whole)])  # scanned as text and reported, like a malformed line
+            # JSON Lines after all (a first line that is no object)
+            return iter([Line(i, text) for i, text in enumerate(body)])
+        return iter([Line(0, whole)])  # scanned as text and reported, like a malformed line
     if repeated:
-        return iter([(0, whole)])
+        return iter([Line(0, whole)])
     elements = document if isinstance(document, list) else [document]
     # A lone surrogate (an emoji cut in half) cannot be written as UTF-8: it is replaced.
-    return ((i, json.dumps(e, ensure_ascii=False).encode("utf-8", "replace")) for i, e in enumerate(elements))
+    return (Line(i, json.dumps(e, ensure_ascii=False).encode("utf-8", "replace")) for i, e in enumerate(elements))
 
 
 def _int_or_digits(digits: str) -> int | str:
@@ -209,13 +220,13 @@ def _lines(stream: pa.NativeFile) -> Iterator[Line]:
             first = False
         start = 0
         while (newline := pending.find(b"\n", max(start, searched))) != -1:
-            yield number, bytes(pending[start:newline]).rstrip(b"\r")
+            yield Line(number, bytes(pending[start:newline]).rstrip(b"\r"))
             number += 1
             start = newline + 1
         del pending[:start]
         searched = len(pending)
     if pending:
-        yield number, bytes(pending).rstrip(b"\r")
+        yield Line(number, bytes(pending).rstrip(b"\r"))
 
 
 def _parse(lines: list[Line], raw: list[Line], refused: bool = False) -> Iterator[tuple[pa.Table, np.ndarray]]:

@@ -96,7 +96,15 @@ def read_footer(read: ReadAt, size: int) -> Footer:
     return Footer(meta, start, size)
 
 
-def chunk_span(meta: Struct) -> tuple[int, int] | None:
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """Bytes ``start`` to ``end`` (exclusive) of the file, as the footer gives them (not yet checked)."""
+
+    start: int
+    end: int
+
+
+def chunk_span(meta: Struct) -> ByteRange | None:
     """The byte range of a column chunk's pages (dictionary page first, when it has one)."""
     data = as_int(meta.get(9))
     length = as_int(meta.get(7))
@@ -104,7 +112,7 @@ def chunk_span(meta: Struct) -> tuple[int, int] | None:
         return None
     # (pyarrow ignores the index page offset, which no writer sets: so do we.)
     start = page_start(data, as_int(meta.get(11)))
-    return start, start + length
+    return ByteRange(start, start + length)
 
 
 def page_start(data: int, dictionary: int | None) -> int:
@@ -173,10 +181,10 @@ def _chunk_spans(read: ReadAt, chunk: Struct, g: int, c: int, problems: list[str
         return []
     span = chunk_span(meta)
     out = []
-    if span is None or span[0] < 4 or span[1] < span[0]:
+    if span is None or span.start < 4 or span.end < span.start:
         problems.append(f"{where}: no valid page offsets")
     else:
-        out.append(Span(span[0], span[1], f"the pages of {where}", meta))
+        out.append(Span(span.start, span.end, f"the pages of {where}", meta))
     for offset_field, length_field, what in ((4, 5, "offset index"), (6, 7, "column index")):
         offset, length = as_int(chunk.get(offset_field)), as_int(chunk.get(length_field))
         if offset is not None and length is not None:

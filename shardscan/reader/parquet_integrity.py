@@ -166,10 +166,10 @@ def _check_pages(
     cells: dict[_StatisticsCell, None],
 ) -> list[ScanIssue]:
     span = chunk_span(meta)
-    if span is None or span[0] < 4 or not span[0] <= span[1] <= footer.start:
+    if span is None or span.start < 4 or not span.start <= span.end <= footer.start:
         return []  # reported by the layout check
     try:
-        counts = walk_pages(read, span[0], span[1], bounds=True)
+        counts = walk_pages(read, span.start, span.end, bounds=True)
     except IntegrityError as err:
         return [integrity_issue(shard, f"column {column}: {err}", g)]
     for bound in counts.bounds:
