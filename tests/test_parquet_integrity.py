@@ -13,7 +13,8 @@ from shardscan.api import scan
 from shardscan.engine import Scanner
 from shardscan.executor import FOOTER, plan_shard, scan_item
 from shardscan.reader import ShardRef
-from shardscan.reader.parquet import open_parquet
+from shardscan.model import ScanIssue
+from shardscan.reader.parquet import footer_integrity, open_parquet
 from shardscan.reader.parquet_integrity import (
     file_size,
     layout_problems,
@@ -251,6 +252,22 @@ def test_the_footers_total_rows_must_match_its_row_groups(tmp_path, ruleset, opt
     report = scan([str(path.parent)], ruleset=ruleset, options=options)
     assert report.exit_code == 3
     assert ("train.parquet", None, "integrity: the footer says 11 rows but its row groups hold 12") in _issues(report)
+
+
+def test_the_footer_checks_give_the_scans_issues_directly(tmp_path):
+    """The reader builds the issue (kind, message, row group) itself: no second type to convert."""
+    path = _shard(tmp_path, _token("typed"))
+    footer = ParquetFooter.read(path)
+    footer.meta[3] = 11
+    footer.write(path)
+    checked = footer_integrity("data/train.parquet", open_parquet(ShardRef("train.parquet", str(path))))
+    assert checked.issues == (
+        ScanIssue("data/train.parquet", "unreadable", "integrity: the footer says 11 rows but its row groups hold 12"),
+    )
+    [statistics] = checked.statistics
+    assert set(statistics.rows.tolist()) == {-1}
+    paths = [statistics.column_path(i) for i in range(len(statistics.values))]
+    assert all(path.startswith("__statistics__.row_group[") for path in paths) and len(set(paths)) == len(paths)
 
 
 # ---- statistics are cells ------------------------------------------------------------------------
