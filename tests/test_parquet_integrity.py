@@ -12,8 +12,8 @@ import pytest
 from shardscan.api import scan
 from shardscan.engine import Scanner
 from shardscan.executor import FOOTER, plan_shard, scan_item
-from shardscan.reader import ShardRef
 from shardscan.model import ScanIssue
+from shardscan.reader import ShardRef
 from shardscan.reader.parquet import footer_integrity, open_parquet
 from shardscan.reader.parquet_integrity import (
     file_size,
