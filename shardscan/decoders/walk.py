@@ -122,8 +122,8 @@ def views(
 ) -> Iterator[View]:
     """Yield the raw view of ``text``, then its decoded views within ``limits``, breadth first.
 
-    With ``keywords``, a decoded view is kept only where it can pay off (see the module
-    docstring); without, every decoding is kept (within the limits). ``continued`` says ``text``
+    With ``keywords``, a decoded view is kept only where it can pay off (see
+    :mod:`shardscan.decoders`); without, every decoding is kept (within the limits). ``continued`` says ``text``
     is a window of a longer cell, so an encoded run at its start may be cut mid-quantum; the
     windows of one cell share one ``budget`` (default: a fresh one for ``text``).
 

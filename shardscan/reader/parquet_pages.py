@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from shardscan.reader.parquet_footer import IntegrityError, ReadAt
 from shardscan.reader.thrift_compact import NeedMore, Struct, ThriftError, as_int, read_struct
@@ -14,6 +15,8 @@ _MAX_HEADER = 16 * 1024 * 1024
 _BLOCK = 64 * 1024
 _SMALL_HEADER = 2 * 1024
 _DATA_PAGE, _INDEX_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 1, 2, 3
+# The Statistics fields of each edge: min_value and the deprecated min; max_value and max.
+_BOUND_FIELDS: tuple[tuple[Literal["min", "max"], tuple[int, int]], ...] = (("min", (6, 2)), ("max", (5, 1)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +24,7 @@ class PageBound:
     """A string min or max value in a data page header's statistics."""
 
     page: int  # the data page's ordinal in its column chunk
-    edge: str  # "min" | "max"
+    edge: Literal["min", "max"]
     value: bytes
 
 
@@ -59,7 +62,7 @@ def walk_pages(read: ReadAt, start: int, end: int, *, bounds: bool = False) -> P
                 rows += _count(page, 3, position)
             stats = page.get(5 if kind == _DATA_PAGE else 8) if isinstance(page, dict) else None
             if bounds and isinstance(stats, dict):
-                for edge, fields in (("min", (6, 2)), ("max", (5, 1))):
+                for edge, fields in _BOUND_FIELDS:
                     for value in dict.fromkeys(stats.get(f) for f in fields):
                         if isinstance(value, bytes) and value:
                             found.append(PageBound(data_pages, edge, value))
