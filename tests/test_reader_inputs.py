@@ -122,7 +122,8 @@ def test_in_memory_table_and_record_batch_match_parquet(options, parquet_keys):
     from shardscan.ruleset import load_ruleset
 
     result = Scanner(load_ruleset(), options).scan_table(table, "t", rows_per_batch=5)
-    assert sorted((f.rule_id, f.location.row, f.location.column, f.start, f.end, f.fingerprint) for f in result.findings) == [
+    found = [(f.rule_id, f.location.row, f.location.column, f.start, f.end, f.fingerprint) for f in result.findings]
+    assert sorted(found) == [
         (k[0], k[1], k[2], k[4], k[5], k[6]) for k in parquet_keys
     ]
     batch = table.combine_chunks().to_batches()[0]
