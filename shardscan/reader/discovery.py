@@ -27,7 +27,7 @@ from shardscan.reader.exclude import (
     ignore_file_lines,
 )
 from shardscan.reader.sniff import HEAD_BYTES, Sniffed, compression_of, sniff
-from shardscan.reader.sources import FORMAT_SUFFIXES, NO_COMPRESSION, ShardRef, Unresolved
+from shardscan.reader.sources import FORMAT_SUFFIXES, NO_COMPRESSION, InputFormat, ShardRef, Unresolved
 
 if TYPE_CHECKING:
     from shardscan.reader.remote import Listed
@@ -259,17 +259,17 @@ def classify(ref: ShardRef) -> ShardRef | NotScanned:
     return replace(ref, format=found.sniffed.format, compression=found.compression or NO_COMPRESSION)
 
 
-def format_by_suffix(name: str) -> str:
-    """The format a known suffix names, or "" when the content must be sniffed."""
+def format_by_suffix(name: str) -> InputFormat:
+    """The format a known suffix names, or ``InputFormat.UNDECIDED`` (``""``) when the content must be sniffed."""
     return _format_of(name)
 
 
-def _format_of(name: str) -> str:
+def _format_of(name: str) -> InputFormat:
     lower = name.lower()
     for suffix, fmt in FORMAT_SUFFIXES:
         if lower.endswith(suffix):
             return fmt
-    return ""  # decided by sniffing
+    return InputFormat.UNDECIDED  # decided by sniffing
 
 
 def _sniff(ref: ShardRef) -> _Sniffing:
@@ -281,7 +281,7 @@ def _sniff(ref: ShardRef) -> _Sniffing:
             head = handle.read(HEAD_BYTES)
     except Exception:
         # Unreadable files are the reader's to report (unreadable, exit 3), with its own message.
-        return _Sniffing(Sniffed("text"), size=size)
+        return _Sniffing(Sniffed(InputFormat.TEXT), size=size)
     compression = compression_of(head)
     if compression is None:
         return _Sniffing(sniff(head, ref.display, whole=size is not None and size <= HEAD_BYTES), size=size)
@@ -291,7 +291,7 @@ def _sniff(ref: ShardRef) -> _Sniffing:
     except Exception:
         return _Sniffing(Sniffed(None, f"{compression}-compressed file that does not decompress"), size=size)
     sniffed = sniff(inner, ref.display, whole=len(inner) < HEAD_BYTES)
-    if sniffed.format == "parquet":  # Parquet needs random access: a compressed one is not a shard
+    if sniffed.format == InputFormat.PARQUET:  # Parquet needs random access: a compressed one is not a shard
         return _Sniffing(Sniffed(None, f"{compression}-compressed Parquet file (decompress it to scan it)"), size=size)
     if sniffed.format is None:
         return _Sniffing(Sniffed(None, f"{compression}-compressed {sniffed.reason}"), size=size)

@@ -10,7 +10,7 @@ from shardscan.reader.arrow_ipc import ArrowIpcReader
 from shardscan.reader.cells import LeafCells
 from shardscan.reader.jsonl import JsonlReader
 from shardscan.reader.parquet import ParquetReader, RowGroupBatch
-from shardscan.reader.sources import ShardRef
+from shardscan.reader.sources import InputFormat, ShardRef
 
 
 class ShardReader(Protocol):
@@ -36,11 +36,11 @@ def _json(shard: ShardRef) -> ShardReader:
     return JsonlReader(shard, documents=True)
 
 
-READERS: dict[str, Callable[[ShardRef], ShardReader]] = {
-    "parquet": ParquetReader,
-    "jsonl": JsonlReader,
-    "json": _json,
-    "arrow": ArrowIpcReader,
+READERS: dict[InputFormat, Callable[[ShardRef], ShardReader]] = {
+    InputFormat.PARQUET: ParquetReader,
+    InputFormat.JSONL: JsonlReader,
+    InputFormat.JSON: _json,
+    InputFormat.ARROW: ArrowIpcReader,
 }
 
 
@@ -49,5 +49,5 @@ def open_shard(shard: ShardRef) -> ShardReader:
     try:
         reader = READERS[shard.format]
     except KeyError:
-        raise ShardReadError(shard.display, f"unknown input format {shard.format!r}") from None
+        raise ShardReadError(shard.display, f"unknown input format {str(shard.format)!r}") from None
     return reader(shard)
