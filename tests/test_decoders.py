@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from shardscan import decoders
-from shardscan.decoders import DECODERS, DecodeLimits, KeywordSet, View, encoded_keyword_patterns, views
+from shardscan.decoders import (
+    DECODERS,
+    DecodeLimits,
+    KeywordSearch,
+    KeywordSet,
+    View,
+    encoded_keyword_patterns,
+    views,
+)
 from shardscan.decoders.base import DecodeRequest, OffsetMap
 from shardscan.decoders.base64_ import CONTEXT_KEYWORD_CHARS
 from shardscan.engine import Scanner, ScanOptions
@@ -401,6 +410,40 @@ def test_escaped_forms_do_not_match_ordinary_text():
 def test_views_disabled_at_depth_zero():
     text = base64.b64encode(b"ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").decode()
     assert [v.encoding for v in views(text, DecodeLimits(max_depth=0), lambda m: None)] == [()]
+
+
+class _Verdict:
+    """A keyword search that answers the same for every text: the walk learns nothing else."""
+
+    def __init__(self, holds: bool) -> None:
+        self.holds = holds
+
+    def occurrences(self, text: str) -> Iterator[tuple[int, int]]:
+        return iter(())
+
+    def matches(self, value: str | bytes) -> bool:
+        return self.holds
+
+    def label_before(self, text: str, start: int) -> str:
+        return ""
+
+    def in_binary(self, data: bytes) -> bool:
+        return self.holds
+
+    def token_in_binary(self, data: bytes) -> bool:
+        return self.holds
+
+    def binary_excerpts(self, data: bytes) -> str | None:
+        return None
+
+
+def test_the_walk_keeps_a_decoding_only_on_the_keyword_searchs_word():
+    """views() asks the keywords only what KeywordSearch names: any implementation decides."""
+    text = "echo " + base64.b64encode(b"just some harmless text here").decode() + " | base64 -d"
+    search: KeywordSearch = _Verdict(True)
+    assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, search)] == [(), ("base64",)]
+    search = _Verdict(False)
+    assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, search)] == [()]
 
 
 def test_keyword_gate_drops_decodings_that_cannot_pay_off():
