@@ -247,7 +247,7 @@ class Scanner:
         """Scan a shard's file-level key/value metadata and string statistics (reported at row -1),
         and check that its footer accounts for every byte of the file (problems are issues)."""
         checked = footer_integrity(shard, parquet)
-        issues = [ScanIssue(shard, IssueKind.UNREADABLE, f"integrity: {p.message}", p.row_group) for p in checked.problems]
+        issues = list(checked.issues)
         statistics = checked.statistics
         findings: list[Finding] = []
         stats = ScanStats()

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from shardscan import decoders
-from shardscan.decoders import DECODERS, DecodeLimits, KeywordSet, View, encoded_keyword_patterns, views
+from shardscan.decoders import (
+    DECODERS,
+    DecodeLimits,
+    KeywordSearch,
+    KeywordSet,
+    View,
+    encoded_keyword_patterns,
+    views,
+)
 from shardscan.decoders.base import DecodeRequest, OffsetMap
 from shardscan.decoders.base64_ import CONTEXT_KEYWORD_CHARS
 from shardscan.engine import Scanner, ScanOptions
@@ -236,8 +245,9 @@ def test_a_token_in_a_hex_dump_is_read_from_the_hex(tool):
     result = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW)).scan_table(pa.table({"output": [cell]}))
     assert [(f.rule_id, str(f.verdict), f.encoding) for f in result.findings] == [("github-pat", "valid", ("hexdump",))]
     [finding] = result.findings
-    assert (finding.start, finding.end) == (len(f"$ {tool} .env\n"), len(f"$ {tool} .env\n") + len(dump.rsplit("\n", 1)[0])
-                                            if tool == "hexdump -C" else len(f"$ {tool} .env\n") + len(dump))
+    command = len(f"$ {tool} .env\n")
+    assert (finding.start, finding.end) == (command, command + len(dump.rsplit("\n", 1)[0])
+                                            if tool == "hexdump -C" else command + len(dump))
 
 
 @pytest.mark.parametrize("text", ["00000000: 4846 5f54  HF_T", "sha 00000000deadbeef and 0000000: not a dump\nx"])
@@ -320,7 +330,9 @@ def test_base64_binary_blobs_are_yielded_only_when_the_caller_wants_them():
     run = base64.b64encode(b"export TOKEN=hello-world-value\n").decode()
     cell = f"a {blob} b {run} c"
     every = decode_one("base64", cell)
-    assert [(d.start, d.text == "", d.data is None) for d in every] == [(2, True, False), (cell.index(run), False, True)]
+    assert [(d.start, d.text == "", d.data is None) for d in every] == [
+        (2, True, False), (cell.index(run), False, True),
+    ]
     picky = list(DECODERS["base64"].decode(DecodeRequest(cell, binary_wanted=lambda data: b"ghp_" in data)))
     assert [(d.start, d.end, d.text) for d in picky] == [
         (cell.index(run), cell.index(run) + len(run), "export TOKEN=hello-world-value\n")
@@ -330,7 +342,8 @@ def test_base64_binary_blobs_are_yielded_only_when_the_caller_wants_them():
 def test_keyword_inside_a_binary_base64_blob_is_found():
     """A blob that is not UTF-8 is read as text around its plain keywords only, and the token is found there."""
     token = expand("{{github:ghp_}}", seed="binary-blob")
-    blob = base64.b64encode(b"\x1f\x8b\x08\x00\xff" * 40 + f" GITHUB_TOKEN={token} ".encode() + b"\xfe\xff" * 40).decode()
+    binary = b"\x1f\x8b\x08\x00\xff" * 40 + f" GITHUB_TOKEN={token} ".encode() + b"\xfe\xff" * 40
+    blob = base64.b64encode(binary).decode()
     cell = f"echo {blob} | base64 -d > creds.bin"
     findings, limits = Scanner(load_ruleset(), ScanOptions(now=FIXED_NOW, regex_timeout=60)).scan_text(cell)
     assert [(f.rule_id, f.encoding, f.start, f.end) for f in findings] == [
@@ -345,7 +358,8 @@ def test_base64_mixed_alphabets_are_not_base64():
 
 @pytest.mark.parametrize(
     "keyword",
-    sorted(k for k in load_ruleset().keywords if len(k) <= CONTEXT_KEYWORD_CHARS and k not in load_ruleset().context_keywords),
+    sorted(k for k in load_ruleset().keywords
+           if len(k) <= CONTEXT_KEYWORD_CHARS and k not in load_ruleset().context_keywords),
 )
 @pytest.mark.parametrize("align", [0, 1, 2])
 @pytest.mark.parametrize("url", [False, True])
@@ -398,10 +412,45 @@ def test_views_disabled_at_depth_zero():
     assert [v.encoding for v in views(text, DecodeLimits(max_depth=0), lambda m: None)] == [()]
 
 
+class _Verdict:
+    """A keyword search that answers the same for every text: the walk learns nothing else."""
+
+    def __init__(self, holds: bool) -> None:
+        self.holds = holds
+
+    def occurrences(self, text: str) -> Iterator[tuple[int, int]]:
+        return iter(())
+
+    def matches(self, value: str | bytes) -> bool:
+        return self.holds
+
+    def label_before(self, text: str, start: int) -> str:
+        return ""
+
+    def in_binary(self, data: bytes) -> bool:
+        return self.holds
+
+    def token_in_binary(self, data: bytes) -> bool:
+        return self.holds
+
+    def binary_excerpts(self, data: bytes) -> str | None:
+        return None
+
+
+def test_the_walk_keeps_a_decoding_only_on_the_keyword_searchs_word():
+    """views() asks the keywords only what KeywordSearch names: any implementation decides."""
+    text = "echo " + base64.b64encode(b"just some harmless text here").decode() + " | base64 -d"
+    search: KeywordSearch = _Verdict(True)
+    assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, search)] == [(), ("base64",)]
+    search = _Verdict(False)
+    assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, search)] == [()]
+
+
 def test_keyword_gate_drops_decodings_that_cannot_pay_off():
     keywords = KeywordSet.build(load_ruleset().keywords)
     # Escapes far from any keyword, and base64 of text without one: no decoded view.
-    text = "hf_hub_download " + "x" * 3000 + r" \n\t\"quoted\" " + base64.b64encode(b"just some harmless text here").decode()
+    harmless = base64.b64encode(b"just some harmless text here").decode()
+    text = "hf_hub_download " + "x" * 3000 + r" \n\t\"quoted\" " + harmless
     assert [v.encoding for v in views(text, DecodeLimits(), lambda m: None, keywords)] == [()]
     # The same escapes next to a keyword: a json-string view.
     text = r'{"key": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----"}'
@@ -450,7 +499,8 @@ def test_base64_value_of_a_named_secret_is_read_under_its_name():
         ("aws-secret-access-key", ("base64",), encoded)
     ]
     # The same value under a framework's secret name is not an AWS secret: a generic one.
-    other = Scanner(ruleset, ScanOptions(now=FIXED_NOW)).scan_text(text.replace("AWS_SECRET_ACCESS_KEY", "SECRET_KEY"))[0]
+    renamed = text.replace("AWS_SECRET_ACCESS_KEY", "SECRET_KEY")
+    other = Scanner(ruleset, ScanOptions(now=FIXED_NOW)).scan_text(renamed)[0]
     assert [(f.rule_id, f.encoding) for f in other] == [("generic-secret-assignment", ("base64",))]
 
 

@@ -77,7 +77,8 @@ def json_tool_call(secret: str, kind: str) -> Form:
 def double_json(secret: str, kind: str) -> Form:
     content = secret + "\n" if kind == "private-key" else f"API_TOKEN={secret}\n"
     arguments = json.dumps({"path": "/app/.env", "content": content})
-    cell = json.dumps({"role": "assistant", "tool_calls": [{"function": {"name": "write_file", "arguments": arguments}}]})
+    call = {"function": {"name": "write_file", "arguments": arguments}}
+    cell = json.dumps({"role": "assistant", "tool_calls": [call]})
     encoded = json.dumps(json.dumps(secret)[1:-1])[1:-1]
     return Form(cell, encoded, ("json-string", "json-string") if encoded != secret else ())
 

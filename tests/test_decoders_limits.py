@@ -50,7 +50,8 @@ def test_depth_zero_disables_decoding_and_reports_nothing(tmp_path):
     token = expand("{{github:ghp_}}", seed="depth0")
     cell = f"echo {base64.b64encode(token.encode()).decode()} | base64 -d"
     for depth, expected in ((0, []), (1, [("github-pat", ("base64",))])):
-        report = scan_table(pa.table({"c": [cell]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60, decode=DecodeLimits(max_depth=depth)))
+        options = ScanOptions(now=FIXED_NOW, regex_timeout=60, decode=DecodeLimits(max_depth=depth))
+        report = scan_table(pa.table({"c": [cell]}), options=options)
         assert [(f.rule_id, f.encoding) for f in report.findings] == expected
         assert report.issues == ()
 
@@ -67,7 +68,8 @@ def test_nested_base64_is_followed_to_the_depth_limit():
         ("github-pat", ("base64", "base64", "base64"), cell.index(layered), cell.index(layered) + len(layered))
     ]
     deeper = base64.b64encode(base64.b64encode(layered.encode())).decode()
-    report = scan_table(pa.table({"c": [cell.replace(layered, deeper)]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
+    report = scan_table(pa.table({"c": [cell.replace(layered, deeper)]}),
+                        options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert report.findings == ()
     assert limit_issues(report) == [("limit", 0, "c", "decoding: depth limit (3) reached with encoded text left")]
 
@@ -86,7 +88,8 @@ def test_byte_budget_is_per_cell_and_reported():
     report = scan_table(pa.table({"c": [f"echo {blob} | base64 -d"]}), options=options)
     assert report.findings == ()
     assert limit_issues(report) == [("limit", 0, "c", "decoding: byte budget (1000 characters per cell) exhausted")]
-    report = scan_table(pa.table({"c": [f"echo {blob} | base64 -d"]}), options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
+    report = scan_table(pa.table({"c": [f"echo {blob} | base64 -d"]}),
+                        options=ScanOptions(now=FIXED_NOW, regex_timeout=60))
     assert [f.rule_id for f in report.findings] == ["huggingface-token"]
 
 

@@ -14,7 +14,8 @@ KEYWORDS = KeywordSet.build(load_ruleset().keywords)
 # round trip is below).
 # Decoders that turn each escape into what it stands for; string-concat joins literals and
 # shell-prompt inserts line breaks, so a character of theirs need not come from one of the input.
-ESCAPE_DECODERS = [name for name, d in DECODERS.items() if d.text_transform and name not in ("string-concat", "shell-prompt", "terminal-wrap", "ansi")]
+ESCAPE_DECODERS = [name for name, d in DECODERS.items()
+                   if d.text_transform and name not in ("string-concat", "shell-prompt", "terminal-wrap", "ansi")]
 
 # Text of any kind, rich in the characters decoders react to.
 hostile = st.text(
@@ -111,7 +112,8 @@ def _runs_read_line_by_line(text: str) -> list[tuple[int, int, str]]:
     while (start := mapped.find(base64_._RUN_NEEDLE, pos)) >= 0:
         line_end = mapped.find(b" ", start)
         line_end = len(mapped) if line_end < 0 else line_end
-        run = None if text.startswith(base64_.IMAGE_MAGIC, start) else next(base64_._runs_in(padded, start, len(padded)), None)
+        image = text.startswith(base64_.IMAGE_MAGIC, start)
+        run = None if image else next(base64_._runs_in(padded, start, len(padded)), None)
         if run is None:
             pos = line_end
         else:
@@ -126,7 +128,8 @@ run_material = st.lists(
     st.one_of(
         st.integers(1, 80).map(lambda n: ("QUJD" * 20)[:n]),
         st.integers(20, 80).map(lambda n: ("ghp_x0f9" * 10)[:n]),
-        st.sampled_from(["\n", "\r\n", "\\n", "\\r\\n", "\n  ", "\t", " ", "=", "==", ".", '"', "é", "\\", "iVBORw0KGgo", "/9j/", "ab"]),
+        st.sampled_from(["\n", "\r\n", "\\n", "\\r\\n", "\n  ", "\t", " ", "=", "==", ".", '"', "é", "\\",
+                         "iVBORw0KGgo", "/9j/", "ab"]),
     ),
     max_size=30,
 ).map("".join)

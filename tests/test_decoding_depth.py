@@ -116,7 +116,9 @@ def test_token_base64_encoded_three_times_inside_a_mix_is_found():
     cell = "curl 'https://x.test/?p=" + urllib.parse.quote(b64(inner), safe="") + "'"
     chains = {f[5] for f in found(cell, depth=4)}
     assert [f[0] for f in found(cell, depth=4)] == ["github-pat"]
-    assert chains <= {("percent", "base64", "base64"), ("base64", "base64"), ("percent", "base64", "json-string", "base64")}
+    assert chains <= {
+        ("percent", "base64", "base64"), ("base64", "base64"), ("percent", "base64", "json-string", "base64"),
+    }
 
 
 def _shard(tmp_path: Path, cell: str) -> Path:

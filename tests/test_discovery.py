@@ -128,7 +128,8 @@ def test_sniffing_tells_shards_archives_text_and_binary_apart():
 def test_a_dataset_card_with_a_token_is_found_at_its_line(tmp_path):
     data = tmp_path / "data"
     parquet(data / "train.parquet", ["clean"])
-    (data / "README.md").write_text(f"---\nlicense: mit\n---\n# Card\n\nUse it like this:\n    export GITHUB_TOKEN={TOKEN}\n")
+    (data / "README.md").write_text(
+        f"---\nlicense: mit\n---\n# Card\n\nUse it like this:\n    export GITHUB_TOKEN={TOKEN}\n")
     proc, report = json_report([str(data)], tmp_path)
     assert proc.returncode == 1
     [finding] = report["findings"]
@@ -185,7 +186,8 @@ def test_a_huge_single_line_is_scanned_in_pieces_with_the_right_offset(tmp_path)
 def test_csv_and_tsv_cells_are_named_by_the_header(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    (data / "train.csv").write_text(f'id,prompt,answer\n1,hello,world\n2,"multi\nline {TOKEN}",x\n3,a,b\n4,zz,{TOKEN}\n')
+    (data / "train.csv").write_text(
+        f'id,prompt,answer\n1,hello,world\n2,"multi\nline {TOKEN}",x\n3,a,b\n4,zz,{TOKEN}\n')
     (data / "test.tsv").write_text(f"id\tprompt\n1\t{TOKEN}\n")
     report = shardscan.scan(data)
     assert locations(report) == {("train.csv", 1, "prompt"), ("train.csv", 3, "answer"), ("test.tsv", 0, "prompt")}
@@ -309,7 +311,8 @@ def test_git_cache_and_temporary_files_are_excluded_by_default(tmp_path):
     found = discover_files(str(data))
     assert [s.display for s in found.shards] == ["train.parquet"]
     assert {str(k): v for k, v in found.excluded_by().items()} == {
-        "default (.git/ folders)": 2, "default (shardscan's cache folder)": 1, "default (shardscan's temporary files)": 1,
+        "default (.git/ folders)": 2, "default (shardscan's cache folder)": 1,
+        "default (shardscan's temporary files)": 1,
     }
     report = shardscan.scan(data)
     assert report.exit_code == 0
@@ -449,7 +452,9 @@ def test_tar_results_are_never_replayed_from_the_cache(tmp_path):
     cache = tmp_path / "cache"
     first = shardscan.scan(tmp_path / "data", cache=cache)
     again = shardscan.scan(tmp_path / "data", cache=cache, exclude=["*.txt"])
-    assert locations(first) == {("shard.tar!/001.json", 0, "conversations[0].content"), ("shard.tar!/001.txt", 1, "__text__")}
+    assert locations(first) == {
+        ("shard.tar!/001.json", 0, "conversations[0].content"), ("shard.tar!/001.txt", 1, "__text__"),
+    }
     assert locations(again) == {("shard.tar!/001.json", 0, "conversations[0].content")}
     assert again.stats.cached_shards == 0
 
@@ -473,7 +478,8 @@ def test_a_newline_free_stream_is_read_in_bounded_segments_at_true_offsets(tmp_p
     monkeypatch.setattr(filescan, "READ_BYTES", 1000)
     filler = "ab " * 4000
     text = filler + f"x={TOKEN} " + filler + f"y={TOKEN}" + "é" * 3000
-    cells = [c for c in filescan.text_cells(iter([text.encode()[i:i + 1000] for i in range(0, len(text.encode()), 1000)]))
+    data = text.encode()
+    cells = [c for c in filescan.text_cells(iter([data[i:i + 1000] for i in range(0, len(data), 1000)]))
              if not isinstance(c, int)]
     assert max(len(c.text) for c in cells) <= 4096 and {c.line for c in cells} == {0}
     report = shardscan.scan([str(tmp_path / "x.txt")]) if (tmp_path / "x.txt").write_text(text) else None

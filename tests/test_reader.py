@@ -167,7 +167,7 @@ def test_conversations_paths_roles_and_nulls_at_every_level(tmp_path, scanner):
     ]
     table = pa.table({"conversations": pa.array(values, type=pa.list_(MESSAGE))})
     result = scanner.scan_shard(write(tmp_path, table))
-    assert [(f.rule_id, *loc) for f, loc in zip(result.findings, located(result))] == [
+    assert [(f.rule_id, *loc) for f, loc in zip(result.findings, located(result), strict=True)] == [
         ("github-pat", 0, "conversations[3].content", "tool", 13, 53),
         ("github-pat", 3, "conversations[1].content", None, 0, 40),
         ("github-pat", 4, "conversations[0].content", "assistant", 0, 40),
@@ -179,7 +179,8 @@ def test_role_sibling_of_any_string_type_and_nested_leaves_inherit_it(tmp_path, 
     message = pa.struct([
         pa.field("role", pa.dictionary(pa.int32(), pa.large_string())),
         pa.field("content", pa.large_string()),
-        pa.field("tool_calls", pa.list_(pa.struct([pa.field("name", pa.string()), pa.field("arguments", pa.string())]))),
+        pa.field("tool_calls",
+                 pa.list_(pa.struct([pa.field("name", pa.string()), pa.field("arguments", pa.string())]))),
     ])
     values = [[
         {"role": "user", "content": "run it", "tool_calls": None},
@@ -196,7 +197,8 @@ def test_arbitrarily_nested_schema_has_exact_paths(tmp_path, scanner):
     dtype = pa.struct([
         pa.field("runs", pa.large_list(pa.struct([
             pa.field("role", pa.string()),
-            pa.field("steps", pa.list_(pa.struct([pa.field("env", leaf_map), pa.field("pair", pa.list_(pa.string(), 2))]))),
+            pa.field("steps",
+                     pa.list_(pa.struct([pa.field("env", leaf_map), pa.field("pair", pa.list_(pa.string(), 2))]))),
         ]))),
     ])
     values = [
@@ -247,7 +249,8 @@ def test_non_string_columns_are_not_cells(tmp_path, scanner):
 
 def test_row_indices_are_within_the_shard_across_row_groups(tmp_path, scanner):
     planted = {0, 6, 7, 13, 24}
-    rows = [[{"role": "user", "content": "q"}] * (i % 3) + [{"role": "tool", "content": TOKEN if i in planted else "no"}]
+    rows = [[{"role": "user", "content": "q"}] * (i % 3)
+            + [{"role": "tool", "content": TOKEN if i in planted else "no"}]
             for i in range(25)]
     shard = write(tmp_path, pa.table({"conversations": pa.array(rows, type=pa.list_(MESSAGE))}), row_group_size=7)
     assert pq.ParquetFile(shard.path).metadata.num_row_groups == 4
@@ -318,7 +321,8 @@ def test_discover_folders_recursively_files_and_globs(tmp_path):
             (tmp_path / name).write_text("not a shard")
     shards, missing = discover([str(tmp_path / "data")])
     assert [(s.display, s.format) for s in shards] == [
-        ("readme.md", "text"), ("sub/train-00001-of-00002.parquet", "parquet"), ("train-00000-of-00002.parquet", "parquet"),
+        ("readme.md", "text"), ("sub/train-00001-of-00002.parquet", "parquet"),
+        ("train-00000-of-00002.parquet", "parquet"),
     ]
     assert missing == []
     shards, missing = discover([str(tmp_path / "data" / "**" / "*.parquet"), str(tmp_path / "nope"),
@@ -348,7 +352,8 @@ def test_union_children_are_read_at_their_rows_and_filler_is_not_a_cell(scanner,
     if sliced:
         array = array.slice(1)
     result = scanner.scan_table(pa.table({"u": array}), "t")
-    assert [(f.location.row, f.location.column, f.start) for f in result.findings] == [(3 if sliced else 4, "u.text", 4)]
+    found = [(f.location.row, f.location.column, f.start) for f in result.findings]
+    assert found == [(3 if sliced else 4, "u.text", 4)]
 
 
 def test_a_long_role_value_is_no_role_and_is_not_kept():

@@ -15,7 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import shardscan
+from shardscan.filescan import FILE_SCANNERS
 from shardscan.reader import discover
+from shardscan.reader.formats import READERS
+from shardscan.reader.sources import FORMAT_SUFFIXES, InputFormat
 from shardscan.synth import expand
 from tests.planted import finding_keys, planted_rows, planted_table
 
@@ -112,6 +115,15 @@ def test_folder_discovery_picks_every_format_by_suffix_and_sniffs_the_rest(tmp_p
         ("train.jsonl.zst", "jsonl"),
     ]
     assert unresolved == []
+    assert all(isinstance(s.format, InputFormat) for s in shards)
+
+
+def test_every_input_format_is_read_by_a_reader_or_a_file_scanner():
+    """Input formats are a closed vocabulary: every member but "undecided" has exactly one reader."""
+    readers, scanners = set(READERS), set(FILE_SCANNERS)
+    assert readers.isdisjoint(scanners)
+    assert readers | scanners == {f for f in InputFormat if f is not InputFormat.UNDECIDED}
+    assert {fmt for _, fmt in FORMAT_SUFFIXES} <= readers | scanners
 
 
 def test_in_memory_table_and_record_batch_match_parquet(options, parquet_keys):
@@ -122,7 +134,8 @@ def test_in_memory_table_and_record_batch_match_parquet(options, parquet_keys):
     from shardscan.ruleset import load_ruleset
 
     result = Scanner(load_ruleset(), options).scan_table(table, "t", rows_per_batch=5)
-    assert sorted((f.rule_id, f.location.row, f.location.column, f.start, f.end, f.fingerprint) for f in result.findings) == [
+    found = [(f.rule_id, f.location.row, f.location.column, f.start, f.end, f.fingerprint) for f in result.findings]
+    assert sorted(found) == [
         (k[0], k[1], k[2], k[4], k[5], k[6]) for k in parquet_keys
     ]
     batch = table.combine_chunks().to_batches()[0]

@@ -53,7 +53,8 @@ class S3Server:
         self.env = {**DUMMY_ENV, "AWS_ENDPOINT_URL": self.endpoint}
 
     def client(self, service: str = "s3"):
-        return boto3.client(service, endpoint_url=self.endpoint, **{k.lower(): v for k, v in DUMMY_ENV.items() if k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}, region_name="us-east-1")
+        keys = {k.lower(): v for k, v in DUMMY_ENV.items() if k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        return boto3.client(service, endpoint_url=self.endpoint, **keys, region_name="us-east-1")
 
     def upload(self, bucket: str, prefix: str, folder: Path) -> None:
         client = self.client()

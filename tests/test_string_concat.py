@@ -1,4 +1,5 @@
-"""Keys written as adjacent string literals in code (Python, JavaScript, PHP, line continuations) are found at their span."""
+"""Keys written as adjacent string literals in code (Python, JavaScript, PHP, line continuations) are found at
+their span."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def _continuation(lines: list[str]) -> str:
 
 def test_concatenated_keys_are_found_at_their_span_with_one_fingerprint(pem_lines):
     plain = "\n".join(pem_lines) + "\n"
-    tool_call = json.dumps({"name": "write_file", "arguments": json.dumps({"path": "k.py", "content": _python(pem_lines)})})
+    arguments = json.dumps({"path": "k.py", "content": _python(pem_lines)})
+    tool_call = json.dumps({"name": "write_file", "arguments": arguments})
     cells = [plain, _python(pem_lines), _javascript(pem_lines), _php(pem_lines), _continuation(pem_lines), tool_call]
     report = scan_table(pa.table({"content": cells}), "code.parquet", options=ScanOptions())
     found = sorted((f.location.row, f.rule_id, str(f.verdict), f.encoding, f.start, f.end) for f in report.findings)

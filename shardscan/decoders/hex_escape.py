@@ -32,7 +32,12 @@ def char_forms(char: str) -> list[str]:
     """
     if char.isascii() and char.isalnum():
         return []
-    return ["".join(r"\\x" + "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in f"{b:02X}") for b in char.encode())]
+    return ["".join(r"\\x" + _either_case(f"{b:02X}") for b in char.encode())]
+
+
+def _either_case(hex_digits: str) -> str:
+    """RE2 for hex digits in either case (``2F`` gives ``2[Ff]``)."""
+    return "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in hex_digits)
 
 
 DECODER = Decoder(

@@ -31,7 +31,12 @@ def encode(text: str) -> str:
 
 def char_forms(char: str) -> list[str]:
     """RE2 alternatives for ``char`` as percent-encoded UTF-8 bytes (either hex case)."""
-    return ["".join("%" + "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in f"{b:02X}") for b in char.encode())]
+    return ["".join("%" + _either_case(f"{b:02X}") for b in char.encode())]
+
+
+def _either_case(hex_digits: str) -> str:
+    """RE2 for hex digits in either case (``2F`` gives ``2[Ff]``)."""
+    return "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in hex_digits)
 
 
 DECODER = Decoder(

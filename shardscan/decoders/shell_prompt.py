@@ -32,9 +32,11 @@ _SH = "sh-"  # the end of "bash-" too
 # The "not after ba" test follows the literal "sh-" it guards: a lookbehind leading a branch would be
 # tried at every position of the text.
 _SH_PROMPT = re.compile(r"bash-(?:[0-9][0-9.]{0,8})?[#$] |sh-(?<!bash-)[0-9][0-9.]{0,8}[#$] ")
-_USER_BEFORE = re.compile(r"(?:%s)\Z" % _USERS)
-_SPLIT = re.compile(r"\n(?=(?:%s)(?:@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]| ➜ )|bash-(?:[0-9][0-9.]{0,8})?[#$] |sh-[0-9][0-9.]{0,8}[#$] )"
-                    % _USERS)
+_USER_BEFORE = re.compile(rf"(?:{_USERS})\Z")
+_SPLIT = re.compile(
+    r"\n(?=(?:" + _USERS + r")(?:@[A-Za-z0-9][A-Za-z0-9.-]{0,62}:[^\s@]{0,200}?[#$]| ➜ )"
+    r"|bash-(?:[0-9][0-9.]{0,8})?[#$] |sh-[0-9][0-9.]{0,8}[#$] )"
+)
 # What a glued prompt follows: the last character of a token (or of other output).
 _GLUE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_=+/-")
 _LONGEST_USER = max(len(u) for u in _USERS.split("|"))
@@ -67,7 +69,7 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
         return
     pieces: list[str] = []
     cursor = 0
-    for shift, at in enumerate(starts):
+    for at in starts:
         pieces += [text[cursor:at], "\n"]
         cursor = at
     pieces.append(text[cursor:])

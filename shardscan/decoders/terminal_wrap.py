@@ -152,7 +152,9 @@ def _wraps(text: str) -> list[tuple[int, int]]:
     # Most texts stop here, after C-speed passes: evidence needs two lines of one length (a
     # constant prefix keeps lengths equal) or a line as wide as a common pane.
     counts = Counter(lengths)
-    widths = {n for n, c in counts.items() if MIN_WIDTH <= n <= MAX_WIDTH + MAX_PREFIX and (c >= 2 or n in COMMON_WIDTHS)}
+    widths = {
+        n for n, c in counts.items() if MIN_WIDTH <= n <= MAX_WIDTH + MAX_PREFIX and (c >= 2 or n in COMMON_WIDTHS)
+    }
     if not widths:
         return []
     # A line of that width, or the first line of a run of two of that width (see _joins).
@@ -282,7 +284,8 @@ def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ())
                 split.update(head + "\n" + prefix + tail for prefix in _SHORT_HEAD_PREFIXES)
     # A few tries rather than one: Hyperscan refuses a pattern beyond its length limit, and with a
     # hundred rules a single trie of every cut keyword is past it.
-    return [_trie(chunk) + r"\r?\n" for chunk in _chunks(sorted(heads))] + [_trie(chunk) for chunk in _chunks(sorted(split))]
+    at_line_end = [_trie(chunk) + r"\r?\n" for chunk in _chunks(sorted(heads))]
+    return at_line_end + [_trie(chunk) for chunk in _chunks(sorted(split))]
 
 
 # Characters of words per trie: well inside Hyperscan's pattern length limit once escaped.

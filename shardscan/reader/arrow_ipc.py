@@ -34,12 +34,15 @@ class ArrowIpcReader:
             except ShardReadError:
                 raise
             except Exception as exc:
-                raise ShardReadError(shard.display, f"not a readable Arrow IPC file or stream ({describe_remote_error(exc)})") from None
+                reason = f"not a readable Arrow IPC file or stream ({describe_remote_error(exc)})"
+                raise ShardReadError(shard.display, reason) from None
 
     @property
     def schema(self) -> pa.Schema:
         """The shard's schema."""
-        return (self._file or self._stream).schema  # type: ignore[union-attr]
+        opened = self._file if self._file is not None else self._stream
+        schema: pa.Schema = opened.schema if opened is not None else pa.schema([])
+        return schema
 
     def metadata_leaves(self) -> tuple[LeafCells, ...]:
         """Schema key/value metadata as cells in column ``__metadata__.<key>`` (row -1)."""
@@ -55,12 +58,15 @@ class ArrowIpcReader:
                     if index >= self._file.num_record_batches:
                         return
                     batch = self._file.get_batch(index)
+                elif self._stream is not None:
+                    batch = self._stream.read_next_batch()
                 else:
-                    batch = self._stream.read_next_batch()  # type: ignore[union-attr]
+                    return
             except StopIteration:
                 return
             except Exception as exc:
-                yield ShardReadError(self.shard.display, f"record batch unreadable ({describe_remote_error(exc)})", index)
+                reason = f"record batch unreadable ({describe_remote_error(exc)})"
+                yield ShardReadError(self.shard.display, reason, index)
                 return
             yield batch_from_table(pa.Table.from_batches([batch]), index, offset)
             offset += batch.num_rows

@@ -8,9 +8,10 @@ one aligned array per ``{}``; only the few cells the prefilter selects are ever 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,10 @@ _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,39}")
 _SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]{1,64}")
 _ROLE = re.compile(r"[A-Za-z][A-Za-z0-9_.\- ]{0,31}")
 
+# One argument of a path template, aligned with the cells: positions in lists (an integer array)
+# or labels already formatted (field and key labels, whole statistics paths).
+PathArg: TypeAlias = np.ndarray | Sequence[str | int]
+
 
 @dataclass(frozen=True, slots=True)
 class LeafCells:
@@ -38,7 +43,7 @@ class LeafCells:
     template: str
     values: pa.Array
     rows: np.ndarray
-    path_args: tuple[np.ndarray | list, ...] = ()
+    path_args: tuple[PathArg, ...] = ()
     roles: pa.Array | None = None
 
     def column_path(self, index: int) -> str:
@@ -174,7 +179,9 @@ def _token_like(name: str) -> bool:
     return any(re.search(r"[0-9]", run) or run.isupper() for run in _LONG_RUN.findall(name))
 
 
-def _name_cell(name: str, array: pa.Array, rows: np.ndarray, path: str, args: tuple) -> Iterator[LeafCells]:
+def _name_cell(
+    name: str, array: pa.Array, rows: np.ndarray, path: str, args: tuple[PathArg, ...]
+) -> Iterator[LeafCells]:
     """A field name that is not shown as such, as a cell of its own (``<path>.name``, the path
     ending in ``#<i>``) at every row that holds the field: a JSON key read into a field name is
     scanned like a map key, and reported (and redacted) on each line that has it. One dictionary
@@ -191,7 +198,7 @@ def _flatten(
     array: pa.Array,
     rows: np.ndarray,
     template: str,
-    args: tuple,
+    args: tuple[PathArg, ...],
     roles: pa.Array | None,
 ) -> Iterator[LeafCells]:
     dtype = array.type
@@ -203,7 +210,7 @@ def _flatten(
         own_roles = _role_array(array, children)
         if own_roles is not None:
             roles = own_roles
-        for position, (fld, child) in enumerate(zip(dtype, children)):
+        for position, (fld, child) in enumerate(zip(dtype, children, strict=True)):
             label = field_label(fld.name, position)
             if label != fld.name:
                 yield from _name_cell(fld.name, child, rows, f"{template}.{label}", args)
@@ -213,11 +220,11 @@ def _flatten(
         yield from _flatten_map(array, rows, template, args, roles)
         return
     if _is_list(dtype):
-        values, parent, position = _unnest(array)
+        values, parent, in_list = _unnest(array)
         if len(values) == 0:
             return
         rows = rows[parent]
-        args = tuple(_take(arg, parent) for arg in args) + (position,)
+        args = tuple(_take(arg, parent) for arg in args) + (in_list,)
         roles = compute.take(roles, parent) if roles is not None else None
         yield from _flatten(values, rows, template + "[{}]", args, roles)
         return
@@ -231,7 +238,7 @@ def _flatten_union(
     array: pa.Array,
     rows: np.ndarray,
     template: str,
-    args: tuple,
+    args: tuple[PathArg, ...],
     roles: pa.Array | None,
 ) -> Iterator[LeafCells]:
     """Each child's *active* values only, aligned with their rows.
@@ -252,7 +259,7 @@ def _flatten_union(
         if len(active) == 0:
             continue
         child = array.field(i)
-        values = compute.take(child, offsets[active] if dense else active)
+        values = compute.take(child, offsets[active] if offsets is not None else active)
         child_roles = compute.take(roles, active) if roles is not None else None
         label = field_label(dtype[i].name, i)
         child_args = tuple(_take(arg, active) for arg in args)
@@ -261,9 +268,10 @@ def _flatten_union(
         yield from _flatten(values, rows[active], f"{template}.{escape_template(label)}", child_args, child_roles)
 
 
-def _take(arg: np.ndarray | list, parent: np.ndarray) -> np.ndarray | list:
+def _take(arg: PathArg, parent: np.ndarray) -> PathArg:
     if isinstance(arg, np.ndarray):
-        return arg[parent]
+        taken: np.ndarray = arg[parent]
+        return taken
     return [arg[i] for i in parent]
 
 
@@ -293,7 +301,7 @@ def _flatten_map(
     array: pa.Array,
     rows: np.ndarray,
     template: str,
-    args: tuple,
+    args: tuple[PathArg, ...],
     roles: pa.Array | None,
 ) -> Iterator[LeafCells]:
     dtype = array.type
@@ -306,7 +314,7 @@ def _flatten_map(
     args = tuple(_take(arg, parent) for arg in args)
     roles = compute.take(roles, parent) if roles is not None else None
     keys, items = entries.flatten()
-    labels = [key_label(key, pos) for key, pos in zip(keys.to_pylist(), position)]
+    labels = [key_label(key, pos) for key, pos in zip(keys.to_pylist(), position, strict=True)]
     yield from _flatten(keys, rows, template + "{{{}}}.key", args + (_entry_labels(position),), roles)
     yield from _flatten(items, rows, template + "{{{}}}", args + (labels,), roles)
 
@@ -316,7 +324,8 @@ def _entry_labels(position: np.ndarray) -> list[str]:
 
 
 def key_label(key: object, position: int) -> str:
-    """How a map or metadata key appears in a column path: itself when it looks like an identifier, else ``#<position>``."""
+    """How a map or metadata key appears in a column path: itself when it looks like an identifier,
+    else ``#<position>``."""
     if isinstance(key, bytes):
         key = key.decode("utf-8", "replace")
     if isinstance(key, (int, float)) or (isinstance(key, str) and _SAFE_KEY.fullmatch(key) and not _looks_secret(key)):

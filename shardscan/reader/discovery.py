@@ -27,7 +27,7 @@ from shardscan.reader.exclude import (
     ignore_file_lines,
 )
 from shardscan.reader.sniff import HEAD_BYTES, Sniffed, compression_of, sniff
-from shardscan.reader.sources import FORMAT_SUFFIXES, NO_COMPRESSION, ShardRef, Unresolved
+from shardscan.reader.sources import FORMAT_SUFFIXES, NO_COMPRESSION, InputFormat, ShardRef, Unresolved
 
 if TYPE_CHECKING:
     from shardscan.reader.remote import Listed
@@ -74,8 +74,9 @@ class _Expanded:
     problem: Unresolved | None = None
     ignore: tuple[str, ...] = ()  # lines of the root's .shardscanignore
     # Entries under a folder that hold no readable file: a folder that could not be listed, a
-    # broken link, a FIFO or socket. Each is "not scanned" (the scan is incomplete) unless excluded.
-    unlisted: tuple[tuple[str, str], ...] = ()  # (path relative to the root, reason)
+    # broken link, a FIFO or socket. Each is "not scanned" (the scan is incomplete) unless excluded;
+    # their paths are relative to the root.
+    unlisted: tuple[NotScanned, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +126,12 @@ def discover_files(
             problems.append(expanded.problem)
             continue
         rules = Exclusions(option, base_ignore + compile_patterns(expanded.ignore))
-        for rel, reason in expanded.unlisted:
-            source = rules.source_of(rel)
+        for entry in expanded.unlisted:
+            source = rules.source_of(entry.path)
             if source is not None:
-                excluded.append(Excluded(_display(os.path.join(raw, rel)), source))
+                excluded.append(Excluded(_display(os.path.join(raw, entry.path)), source))
             else:
-                not_scanned.append(NotScanned(rel, reason))
+                not_scanned.append(entry)
         # Tar members are matched against the same globs (as lines: they travel to workers).
         member_globs = tuple(exclude) + tuple(ignore_patterns) + expanded.ignore
         kept = 0
@@ -169,17 +170,18 @@ def _expand(raw: str) -> _Expanded:
     if _is_url(raw):
         from shardscan.reader.remote import discover_url  # remote readers load for URLs only
 
-        listed, problem = discover_url(raw)
+        listing = discover_url(raw)
+        listed, problem = listing.files, listing.problem
         found = tuple(_Found(replace(f.ref, format=_format_of(f.ref.path)), f.rel, f.ref.display) for f in listed)
         return _Expanded(found, problem, _remote_ignore(listed) if problem is None and len(listed) > 1 else ())
     path = Path(raw)
     if path.is_dir():
         files, unlisted = _walk(path)
-        found = []
+        walked: list[_Found] = []
         for rel in files:
             ref = ShardRef(display=rel, path=str(path / rel), format=_format_of(rel))
-            found.append(_Found(ref, rel, _display(str(path / rel))))
-        return _Expanded(tuple(found), None, _local_ignore(path), tuple(unlisted))
+            walked.append(_Found(ref, rel, _display(str(path / rel))))
+        return _Expanded(tuple(walked), None, _local_ignore(path), tuple(unlisted))
     if path.exists():
         display = _display(raw)
         return _Expanded((_Found(ShardRef(display=display, path=str(path), format=_format_of(path.name)), display,
@@ -193,7 +195,7 @@ def _expand(raw: str) -> _Expanded:
     return _Expanded(problem=Unresolved(raw, "no such file, folder or glob match"))
 
 
-def _walk(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
+def _walk(root: Path) -> tuple[list[str], list[NotScanned]]:
     """Every regular file below ``root`` (relative, ``/``-separated, sorted), following linked
     folders once each, and every entry that holds no readable file with the reason.
 
@@ -201,12 +203,13 @@ def _walk(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
     000 or a linked-in folder would pass unread.
     """
     files: list[str] = []
-    unlisted: list[tuple[str, str]] = []
+    unlisted: list[NotScanned] = []
     seen: set[tuple[int, int]] = set()
 
     def failed(error: OSError) -> None:
         where = os.path.relpath(error.filename, root) if error.filename else "."
-        unlisted.append((Path(where).as_posix(), f"folder could not be listed ({error.strerror or type(error).__name__})"))
+        reason = f"folder could not be listed ({error.strerror or type(error).__name__})"
+        unlisted.append(NotScanned(Path(where).as_posix(), reason))
 
     for folder, dirs, names in os.walk(root, onerror=failed, followlinks=True):
         try:
@@ -226,9 +229,9 @@ def _walk(root: Path) -> tuple[list[str], list[tuple[str, str]]]:
             if os.path.isfile(full):
                 files.append(rel)
             elif os.path.islink(full) and not os.path.exists(full):
-                unlisted.append((rel, "a link to nothing"))
+                unlisted.append(NotScanned(rel, "a link to nothing"))
             else:
-                unlisted.append((rel, "not a regular file (a FIFO, socket or device)"))
+                unlisted.append(NotScanned(rel, "not a regular file (a FIFO, socket or device)"))
     return sorted(files), unlisted
 
 
@@ -256,17 +259,17 @@ def classify(ref: ShardRef) -> ShardRef | NotScanned:
     return replace(ref, format=found.sniffed.format, compression=found.compression or NO_COMPRESSION)
 
 
-def format_by_suffix(name: str) -> str:
-    """The format a known suffix names, or "" when the content must be sniffed."""
+def format_by_suffix(name: str) -> InputFormat:
+    """The format a known suffix names, or ``InputFormat.UNDECIDED`` (``""``) when the content must be sniffed."""
     return _format_of(name)
 
 
-def _format_of(name: str) -> str:
+def _format_of(name: str) -> InputFormat:
     lower = name.lower()
     for suffix, fmt in FORMAT_SUFFIXES:
         if lower.endswith(suffix):
             return fmt
-    return ""  # decided by sniffing
+    return InputFormat.UNDECIDED  # decided by sniffing
 
 
 def _sniff(ref: ShardRef) -> _Sniffing:
@@ -278,7 +281,7 @@ def _sniff(ref: ShardRef) -> _Sniffing:
             head = handle.read(HEAD_BYTES)
     except Exception:
         # Unreadable files are the reader's to report (unreadable, exit 3), with its own message.
-        return _Sniffing(Sniffed("text"), size=size)
+        return _Sniffing(Sniffed(InputFormat.TEXT), size=size)
     compression = compression_of(head)
     if compression is None:
         return _Sniffing(sniff(head, ref.display, whole=size is not None and size <= HEAD_BYTES), size=size)
@@ -288,7 +291,7 @@ def _sniff(ref: ShardRef) -> _Sniffing:
     except Exception:
         return _Sniffing(Sniffed(None, f"{compression}-compressed file that does not decompress"), size=size)
     sniffed = sniff(inner, ref.display, whole=len(inner) < HEAD_BYTES)
-    if sniffed.format == "parquet":  # Parquet needs random access: a compressed one is not a shard
+    if sniffed.format == InputFormat.PARQUET:  # Parquet needs random access: a compressed one is not a shard
         return _Sniffing(Sniffed(None, f"{compression}-compressed Parquet file (decompress it to scan it)"), size=size)
     if sniffed.format is None:
         return _Sniffing(Sniffed(None, f"{compression}-compressed {sniffed.reason}"), size=size)
@@ -299,7 +302,7 @@ def _local_ignore(folder: Path) -> tuple[str, ...]:
     return tuple(ignore_file_lines(folder))
 
 
-def _remote_ignore(listed: list[Listed]) -> tuple[str, ...]:
+def _remote_ignore(listed: Sequence[Listed]) -> tuple[str, ...]:
     for item in listed:
         if item.rel == IGNORE_FILE:
             try:

@@ -6,9 +6,11 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from shardscan.errors import ShardReadError
+from shardscan.reader.arrow_ipc import ArrowIpcReader
 from shardscan.reader.cells import LeafCells
+from shardscan.reader.jsonl import JsonlReader
 from shardscan.reader.parquet import ParquetReader, RowGroupBatch
-from shardscan.reader.sources import ShardRef
+from shardscan.reader.sources import InputFormat, ShardRef
 
 
 class ShardReader(Protocol):
@@ -30,29 +32,15 @@ class ShardReader(Protocol):
         ...
 
 
-def _jsonl(shard: ShardRef) -> ShardReader:
-    from shardscan.reader.jsonl import JsonlReader
-
-    return JsonlReader(shard)
-
-
 def _json(shard: ShardRef) -> ShardReader:
-    from shardscan.reader.jsonl import JsonlReader
-
     return JsonlReader(shard, documents=True)
 
 
-def _arrow(shard: ShardRef) -> ShardReader:
-    from shardscan.reader.arrow_ipc import ArrowIpcReader
-
-    return ArrowIpcReader(shard)
-
-
-READERS: dict[str, Callable[[ShardRef], ShardReader]] = {
-    "parquet": ParquetReader,
-    "jsonl": _jsonl,
-    "json": _json,
-    "arrow": _arrow,
+READERS: dict[InputFormat, Callable[[ShardRef], ShardReader]] = {
+    InputFormat.PARQUET: ParquetReader,
+    InputFormat.JSONL: JsonlReader,
+    InputFormat.JSON: _json,
+    InputFormat.ARROW: ArrowIpcReader,
 }
 
 
@@ -61,5 +49,5 @@ def open_shard(shard: ShardRef) -> ShardReader:
     try:
         reader = READERS[shard.format]
     except KeyError:
-        raise ShardReadError(shard.display, f"unknown input format {shard.format!r}") from None
+        raise ShardReadError(shard.display, f"unknown input format {str(shard.format)!r}") from None
     return reader(shard)

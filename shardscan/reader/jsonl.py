@@ -23,8 +23,9 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +46,16 @@ RAW_COLUMN = "__line__"
 DOCUMENT_LIMIT = 64 << 20
 _BOM = b"\xef\xbb\xbf"
 
-Line = tuple[int, bytes]
+
+
+class Line(NamedTuple):
+    """One line of the shard: its 0-based number (the finding's row) and its bytes.
+
+    A named tuple rather than a dataclass: one is made per line read, and it costs what a tuple does.
+    """
+
+    number: int
+    text: bytes
 
 
 class JsonlReader:
@@ -91,10 +101,10 @@ class JsonlReader:
             if line is None:
                 break
             read += 1
-            if not line[1].strip():
+            if not line.text.strip():
                 continue
             pending.append(line)
-            size += len(line[1])
+            size += len(line.text)
             if size >= BATCH_BYTES or len(pending) >= BATCH_LINES:
                 yield from self._batch(index, pending)
                 index += 1
@@ -107,8 +117,8 @@ class JsonlReader:
         # Only JSON objects go to pyarrow's reader, which crashes the process (not an exception)
         # on a batch of bare nulls or on arrays nested tens of thousands deep.
         parsable = [_parsable_object(text) for _, text in lines]
-        objects = [line for line, ok in zip(lines, parsable) if ok]
-        raw: list[Line] = [line for line, ok in zip(lines, parsable) if not ok]
+        objects = [line for line, ok in zip(lines, parsable, strict=True) if ok]
+        raw: list[Line] = [line for line, ok in zip(lines, parsable, strict=True) if not ok]
         for table, numbers in _parse(objects, raw) if objects else ():
             for leaf in batch_from_table(table).leaves:
                 leaves.append(LeafCells(leaf.template, leaf.values, numbers[leaf.rows], leaf.path_args, leaf.roles))
@@ -119,13 +129,14 @@ class JsonlReader:
         if walked:
             leaves += walk_objects(walked)
             done = {number for number, _ in walked}
-            raw = [line for line in raw if line[0] not in done]
+            raw = [line for line in raw if line.number not in done]
         if raw:
             raw.sort()
             texts = [text.decode("utf-8", "replace") for _, text in raw]
             rows = np.array([number for number, _ in raw], dtype=np.int64)
             leaves.append(LeafCells(RAW_COLUMN, pa.array(texts, type=pa.large_string()), rows))
-            problems = [(number, problem) for (number, _), text in zip(raw, texts) if (problem := _json_problem(text))]
+            problems = [(number, problem) for (number, _), text in zip(raw, texts, strict=True)
+                        if (problem := _json_problem(text))]
         yield RowGroupBatch(index=index, row_offset=0, num_rows=len(lines), leaves=tuple(leaves))
         for number, problem in problems:
             yield ShardReadError(self.shard.display, f"{problem} (scanned as text)", index, row=number)
@@ -145,9 +156,9 @@ def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
     head: list[Line] = []
     for line in lines:
         head.append(line)
-        if line[1].strip():
+        if line.text.strip():
             break
-    first = head[-1][1].strip() if head else b""
+    first = head[-1].text.strip() if head else b""
     if first.startswith(b"{") and _is_json(first.decode("utf-8", "replace")):
         return chain(head, lines)  # JSON Lines
     body = [text for _, text in head]
@@ -165,13 +176,14 @@ def _document_rows(lines: Iterator[Line]) -> Iterator[Line]:
         document = json.loads(whole, parse_int=_int_or_digits, object_pairs_hook=_noting_repeats(repeated))
     except (ValueError, RecursionError):  # not JSON, not UTF-8 or too deep
         if all(_is_json(text.decode("utf-8", "replace")) for text in body if text.strip()):
-            return iter(list(enumerate(body)))  # JSON Lines after all (a first line that is no object)
-        return iter([(0, whole)])  # scanned as text and reported, like a malformed line
+            # JSON Lines after all (a first line that is no object)
+            return iter([Line(i, text) for i, text in enumerate(body)])
+        return iter([Line(0, whole)])  # scanned as text and reported, like a malformed line
     if repeated:
-        return iter([(0, whole)])
+        return iter([Line(0, whole)])
     elements = document if isinstance(document, list) else [document]
     # A lone surrogate (an emoji cut in half) cannot be written as UTF-8: it is replaced.
-    return ((i, json.dumps(e, ensure_ascii=False).encode("utf-8", "replace")) for i, e in enumerate(elements))
+    return (Line(i, json.dumps(e, ensure_ascii=False).encode("utf-8", "replace")) for i, e in enumerate(elements))
 
 
 def _int_or_digits(digits: str) -> int | str:
@@ -179,10 +191,10 @@ def _int_or_digits(digits: str) -> int | str:
     return int(digits) if len(digits) <= 4000 else digits
 
 
-def _noting_repeats(repeated: list[bool]):
+def _noting_repeats(repeated: list[bool]) -> Callable[[list[tuple[str, object]]], dict[str, object]]:
     """An ``object_pairs_hook`` that builds dicts and notes any object that repeats a key."""
 
-    def hook(pairs: list[tuple[str, object]]) -> dict:
+    def hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
         built = dict(pairs)
         if len(built) != len(pairs):
             repeated.append(True)
@@ -208,13 +220,13 @@ def _lines(stream: pa.NativeFile) -> Iterator[Line]:
             first = False
         start = 0
         while (newline := pending.find(b"\n", max(start, searched))) != -1:
-            yield number, bytes(pending[start:newline]).rstrip(b"\r")
+            yield Line(number, bytes(pending[start:newline]).rstrip(b"\r"))
             number += 1
             start = newline + 1
         del pending[:start]
         searched = len(pending)
     if pending:
-        yield number, bytes(pending).rstrip(b"\r")
+        yield Line(number, bytes(pending).rstrip(b"\r"))
 
 
 def _parse(lines: list[Line], raw: list[Line], refused: bool = False) -> Iterator[tuple[pa.Table, np.ndarray]]:
@@ -237,11 +249,11 @@ def _parse(lines: list[Line], raw: list[Line], refused: bool = False) -> Iterato
     middle = len(lines) // 2
     halves = (lines[:middle], lines[middle:])
     tables = [_read_json([text for _, text in half]) for half in halves]
-    readable = [table is not None and table.num_rows == len(half) for half, table in zip(halves, tables)]
+    readable = [table is not None and table.num_rows == len(half) for half, table in zip(halves, tables, strict=True)]
     if not any(readable):
         raw.extend(lines)
         return
-    for half, table, ok in zip(halves, tables, readable):
+    for half, table, ok in zip(halves, tables, readable, strict=True):
         if ok:
             yield table, np.array([number for number, _ in half], dtype=np.int64)
         else:
@@ -262,7 +274,7 @@ def _read_json(texts: list[bytes]) -> pa.Table | None:
         return None
 
 
-def _object_of(text: bytes) -> dict | None:
+def _object_of(text: bytes) -> dict[str, object] | None:
     """The line's JSON object, or None (not an object, malformed, too deep, or repeating a key,
     whose earlier value parsing would lose: such a line is scanned as text)."""
     if _OBJECT_START.match(text) is None:
@@ -276,7 +288,7 @@ def _object_of(text: bytes) -> dict | None:
     return value if isinstance(value, dict) and not repeated else None
 
 
-def walk_objects(rows: list[tuple[int, dict]]) -> list[LeafCells]:
+def walk_objects(rows: list[tuple[int, dict[str, object]]]) -> list[LeafCells]:
     """Leaves of parsed JSON objects (row number, object), with the column paths and roles that
     pyarrow's reader and the Parquet flattening give (``messages[1].content[0].text``).
 

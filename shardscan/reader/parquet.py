@@ -11,21 +11,17 @@ import pyarrow.parquet as pq
 
 from shardscan.errors import ShardReadError, describe_remote_error
 from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
-from shardscan.reader.parquet_integrity import (
-    METADATA_ROW,
+from shardscan.reader.parquet_footer import (
     Footer,
-    FooterChecks,
     IntegrityError,
-    Problem,
     column_label,
     crash_risks,
     file_size,
-    footer_checks,
-    leaf_count,
-    leaf_slots,
     read_footer,
     reader_for,
 )
+from shardscan.reader.parquet_integrity import METADATA_ROW, FooterChecks, footer_checks, integrity_issue
+from shardscan.reader.parquet_values import leaf_count, leaf_slots
 from shardscan.reader.sources import ShardRef
 
 # Parquet key/value metadata that pyarrow writes itself (a serialised schema): not user text.
@@ -44,7 +40,7 @@ class RowGroupBatch:
     leaves: tuple[LeafCells, ...]
 
 
-class ParquetShard(pq.ParquetFile):
+class ParquetShard(pq.ParquetFile):  # type: ignore[misc]  # pyarrow ships no type information
     """A ParquetFile that keeps the byte source it reads, so that the integrity checks read the
     very bytes pyarrow decodes (the same handle, with positional reads), and the footer as we
     parsed it (None when it does not parse: pyarrow's error is then the one reported)."""
@@ -269,8 +265,8 @@ class _RowGroupCheck:
             chunk = group.column(j)
             if schema.column(j).max_repetition_level == 0 and chunk.num_values != rows:
                 label = column_label(chunk.path_in_schema.split("."), j)
-                self.problems.append(f"column {label}: {chunk.num_values} values for {rows} rows (the footer's num_rows "
-                                     "disagrees with its column chunk)")
+                self.problems.append(f"column {label}: {chunk.num_values} values for {rows} rows "
+                                     "(the footer's num_rows disagrees with its column chunk)")
         if not mapped:
             return  # the Arrow schema does not map onto the leaves one to one: the page checks stand alone
         for p in selected:
@@ -299,7 +295,8 @@ class _RowGroupCheck:
                     self.problems.append(f"column {label}: {got} values decoded from {rows} rows, the column chunk "
                                          f"holds {want} (the footer's num_rows is lower than its pages hold)")
         if self.problems:
-            shown = "; ".join(self.problems[:3]) + (f"; and {len(self.problems) - 3} more" if len(self.problems) > 3 else "")
+            more = len(self.problems) - 3
+            shown = "; ".join(self.problems[:3]) + (f"; and {more} more" if more > 0 else "")
             raise ShardReadError(self.shard.display, f"integrity: {shown}", self.index)
 
 
@@ -338,7 +335,7 @@ def batch_from_table(
     """
     leaves: list[LeafCells] = []
     names = (schema or table.schema).names
-    for name, column in zip(table.column_names, table.columns):
+    for name, column in zip(table.column_names, table.columns, strict=True):
         position = names.index(name) if name in names else table.column_names.index(name)
         chunk_offset = 0
         for chunk in column.chunks:
@@ -364,8 +361,9 @@ def footer_integrity(shard: str, parquet: pq.ParquetFile) -> FooterChecks:
     """The footer of a shard, as the file holds it, checked against its bytes and pages, and its
     string statistics as cells (see :func:`~shardscan.reader.parquet_integrity.footer_checks`).
 
-    Raises ShardReadError naming ``shard`` when the bytes cannot be read. A plain ParquetFile (not
-    opened by :func:`open_parquet`) has no byte source to check: nothing is found.
+    Integrity failures are ``unreadable`` issues of ``shard``. Raises ShardReadError naming
+    ``shard`` when the bytes cannot be read. A plain ParquetFile (not opened by
+    :func:`open_parquet`) has no byte source to check: nothing is found.
     """
     handle = getattr(parquet, "handle", None)
     if handle is None:
@@ -373,9 +371,9 @@ def footer_integrity(shard: str, parquet: pq.ParquetFile) -> FooterChecks:
     try:
         read = reader_for(handle)
         footer = getattr(parquet, "footer", None) or read_footer(read, file_size(handle))
-        return footer_checks(read, footer)
+        return footer_checks(shard, read, footer)
     except IntegrityError as err:
-        return FooterChecks((Problem(str(err)),), ())
+        return FooterChecks((integrity_issue(shard, str(err)),), ())
     except Exception as exc:
         raise ShardReadError(shard, f"footer unreadable ({describe_remote_error(exc)})") from None
 
@@ -395,7 +393,8 @@ def key_value_leaves(raw: dict[bytes, bytes] | None) -> tuple[LeafCells, ...]:
     rows = np.full(len(items), METADATA_ROW, dtype=np.int64)
     key_cells = LeafCells("__metadata__.#{}.key", pa.array([k for k, _ in items], type=pa.large_binary()), rows,
                           (list(range(len(items))),), None)
-    values = LeafCells("__metadata__.{}", pa.array([v for _, v in items], type=pa.large_binary()), rows, (labels,), None)
+    values = LeafCells("__metadata__.{}", pa.array([v for _, v in items], type=pa.large_binary()), rows, (labels,),
+                       None)
     return (values, key_cells)
 
 

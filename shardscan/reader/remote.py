@@ -34,7 +34,16 @@ def is_url(raw: str) -> bool:
     return _URL.match(raw) is not None
 
 
-def resolve(url: str) -> tuple[pafs.FileSystem, str, Callable[[str], str]]:
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A URL's filesystem, the path within it, and how a path of that filesystem is written as a URL."""
+
+    filesystem: pafs.FileSystem
+    path: str
+    to_url: Callable[[str], str]
+
+
+def resolve(url: str) -> Resolved:
     """The filesystem for a URL without glob characters, the path within it, and path -> URL.
 
     Raises OSError, ValueError or ImportError when the URL has no usable filesystem.
@@ -45,18 +54,19 @@ def resolve(url: str) -> tuple[pafs.FileSystem, str, Callable[[str], str]]:
     scheme = match["scheme"].lower()
     if scheme in PYARROW_SCHEMES:
         filesystem, path = pafs.FileSystem.from_uri(url)
-        return filesystem, path, lambda p: f"{scheme}://{p}"
+        return Resolved(filesystem, path, lambda p: f"{scheme}://{p}")
     try:
         import fsspec
     except ImportError:
-        raise ImportError(f"{scheme}:// URLs are read through fsspec: pip install fsspec{_package_hint(scheme)}") from None
+        hint = f"pip install fsspec{_package_hint(scheme)}"
+        raise ImportError(f"{scheme}:// URLs are read through fsspec: {hint}") from None
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ImportError as exc:
         package = FSSPEC_PACKAGES.get(scheme)
         how = f"pip install {package}" if package else f"install the package that registers {scheme}:// ({exc})"
         raise ImportError(f"{scheme}:// URLs need an fsspec implementation: {how}") from None
-    return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path, fs.unstrip_protocol
+    return Resolved(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path, fs.unstrip_protocol)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,28 +77,38 @@ class Listed:
     rel: str
 
 
-def discover_url(url: str) -> tuple[list[Listed], Unresolved | None]:
+@dataclass(frozen=True, slots=True)
+class UrlListing:
+    """The files behind one URL (sorted by display name), or why there are none."""
+
+    files: tuple[Listed, ...] = ()
+    problem: Unresolved | None = None
+
+
+def discover_url(url: str) -> UrlListing:
     """Every file behind one URL: an object, every file under a prefix, or the objects a glob matches.
 
     Raises MissingDependencyError when the URL's scheme needs a package that is not installed.
     """
     match = _URL.match(url)
-    assert match is not None
+    if match is None:
+        raise ValueError(f"not a URL: {url}")
     base, pattern = _split_glob(match["rest"])
     base_url = f"{match['scheme']}://{base}"
     try:
-        filesystem, root, to_url = resolve(base_url)
+        resolved = resolve(base_url)
     except ImportError as exc:
         raise MissingDependencyError(f"{url}: {exc}") from None
     except Exception as exc:
-        return [], Unresolved(url, describe_remote_error(exc))
+        return UrlListing(problem=Unresolved(url, describe_remote_error(exc)))
+    filesystem, root, to_url = resolved.filesystem, resolved.path, resolved.to_url
     try:
         if pattern is None:
             info = filesystem.get_file_info(root)
             if info.type == pafs.FileType.File:
-                return [Listed(ShardRef(url, root, filesystem, format_of(root)), info.base_name)], None
+                return UrlListing((Listed(ShardRef(url, root, filesystem, format_of(root)), info.base_name),))
             if info.type == pafs.FileType.NotFound:
-                return [], Unresolved(url, "no such object, prefix or folder")
+                return UrlListing(problem=Unresolved(url, "no such object, prefix or folder"))
             infos = _list(filesystem, root)
         else:
             # ``pattern`` is the URL's full path; match it against the listed paths below ``root``.
@@ -98,10 +118,11 @@ def discover_url(url: str) -> tuple[list[Listed], Unresolved | None]:
             infos = [i for i in infos if regex.fullmatch(i.path.rstrip("/"))]
         found = [Listed(_ref(i.path, filesystem, to_url), _relative(i.path, root)) for i in infos]
     except Exception as exc:  # listing: missing bucket, access denied, network errors
-        return [], Unresolved(url, describe_remote_error(exc))
+        return UrlListing(problem=Unresolved(url, describe_remote_error(exc)))
     if not found:
-        return [], Unresolved(url, "no file matched" if pattern is not None else "no file under this prefix")
-    return sorted(found, key=lambda f: f.ref.display), None
+        reason = "no file matched" if pattern is not None else "no file under this prefix"
+        return UrlListing(problem=Unresolved(url, reason))
+    return UrlListing(tuple(sorted(found, key=lambda f: f.ref.display)))
 
 
 def _split_glob(rest: str) -> tuple[str, str | None]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from shardscan.reader.sources import InputFormat
+
 # Bytes read from the start of a file (after decompression, when it is compressed) to decide.
 HEAD_BYTES = 8192
 
@@ -41,7 +43,7 @@ _BINARY_MAGIC: tuple[tuple[bytes, str], ...] = (
 class Sniffed:
     """What a file's bytes say it is: a reader format, or None with the reason it is not read."""
 
-    format: str | None
+    format: InputFormat | None
     reason: str = ""
 
 
@@ -65,26 +67,26 @@ def sniff(head: bytes, name: str, whole: bool = False) -> Sniffed:
         # The footer's magic is not needed to decide: a Parquet head without it is a damaged or
         # truncated shard, which the Parquet reader reports (unreadable), rather than this file
         # passing as "binary, not scanned"; and a remote file is sniffed with one ranged read.
-        return Sniffed("parquet")
+        return Sniffed(InputFormat.PARQUET)
     if head.startswith(b"ARROW1") or (head.startswith(b"\xff\xff\xff\xff") and len(head) >= 8):
-        return Sniffed("arrow")
+        return Sniffed(InputFormat.ARROW)
     if len(head) >= 262 and head[257:262] == b"ustar":
-        return Sniffed("tar")
+        return Sniffed(InputFormat.TAR)
     for magic, kind in _BINARY_MAGIC:
         if head.startswith(magic):
             return Sniffed(None, f"binary file ({kind}), not a format shardscan reads")
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) and _is_utf16_text(head):
         # UTF-16 with a byte order mark (what Windows PowerShell's ">" writes): text, transcoded.
-        return Sniffed("text-utf16")
+        return Sniffed(InputFormat.TEXT_UTF16)
     if not is_text(head, whole):
         return Sniffed(None, "binary file, not a format shardscan reads")
     if lower.endswith((".csv", ".csv.gz", ".csv.zst", ".csv.bz2")):
-        return Sniffed("csv")
+        return Sniffed(InputFormat.CSV)
     if lower.endswith((".tsv", ".tsv.gz", ".tsv.zst", ".tsv.bz2")):
-        return Sniffed("tsv")
+        return Sniffed(InputFormat.TSV)
     if _first_line_is_json_object(head):
-        return Sniffed("jsonl")
-    return Sniffed("text")
+        return Sniffed(InputFormat.JSONL)
+    return Sniffed(InputFormat.TEXT)
 
 
 def is_text(head: bytes, whole: bool = False) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import IO
 
 import pyarrow as pa
@@ -11,39 +12,58 @@ import pyarrow.fs as pafs
 
 from shardscan.errors import ShardReadError, describe_exception, describe_remote_error
 
+
+class InputFormat(StrEnum):
+    """How a file is read. A member is its string (``"parquet"``), so registries keyed by the
+    strings find it and reports print it unchanged."""
+
+    PARQUET = "parquet"
+    JSONL = "jsonl"
+    JSON = "json"  # JSON Lines or one JSON document (shardscan.reader.jsonl)
+    ARROW = "arrow"  # Arrow IPC file or stream
+    # Dataset files that are not columnar shards, scanned by shardscan.filescan.
+    TAR = "tar"
+    CSV = "csv"
+    TSV = "tsv"
+    TEXT = "text"
+    TEXT_UTF16 = "text-utf16"  # text with a UTF-16 byte order mark, transcoded
+    # Not known from the suffix: decided by sniffing the content (an empty, false string).
+    UNDECIDED = ""
+
+
 # Suffix -> input format. Longest suffixes first, so ``.jsonl.gz`` is not taken for something else.
 # ``.json`` is JSON Lines or one JSON document (see ``shardscan.reader.jsonl``), as the Hugging Face
 # Hub and ``datasets`` name both.
-FORMAT_SUFFIXES: tuple[tuple[str, str], ...] = (
-    (".jsonl.gz", "jsonl"),
-    (".jsonl.zst", "jsonl"),
-    (".jsonl.bz2", "jsonl"),
-    (".ndjson.gz", "jsonl"),
-    (".ndjson.zst", "jsonl"),
-    (".ndjson.bz2", "jsonl"),
-    (".json.gz", "json"),
-    (".json.zst", "json"),
-    (".json.bz2", "json"),
-    (".parquet", "parquet"),
-    (".jsonl", "jsonl"),
-    (".ndjson", "jsonl"),
-    (".json", "json"),
-    (".arrow", "arrow"),
-    (".feather", "arrow"),
+FORMAT_SUFFIXES: tuple[tuple[str, InputFormat], ...] = (
+    (".jsonl.gz", InputFormat.JSONL),
+    (".jsonl.zst", InputFormat.JSONL),
+    (".jsonl.bz2", InputFormat.JSONL),
+    (".ndjson.gz", InputFormat.JSONL),
+    (".ndjson.zst", InputFormat.JSONL),
+    (".ndjson.bz2", InputFormat.JSONL),
+    (".json.gz", InputFormat.JSON),
+    (".json.zst", InputFormat.JSON),
+    (".json.bz2", InputFormat.JSON),
+    (".parquet", InputFormat.PARQUET),
+    (".jsonl", InputFormat.JSONL),
+    (".ndjson", InputFormat.JSONL),
+    (".json", InputFormat.JSON),
+    (".arrow", InputFormat.ARROW),
+    (".feather", InputFormat.ARROW),
     # Dataset files that are not columnar shards (``shardscan.filescan``): WebDataset tar shards
     # and CSV/TSV splits. Any other file is sniffed by content (``shardscan.reader.sniff``).
-    (".tar.gz", "tar"),
-    (".tar.zst", "tar"),
-    (".tar.bz2", "tar"),
-    (".tgz", "tar"),
-    (".tar", "tar"),
-    (".csv.gz", "csv"),
-    (".csv", "csv"),
-    (".tsv.gz", "tsv"),
-    (".tsv", "tsv"),
+    (".tar.gz", InputFormat.TAR),
+    (".tar.zst", InputFormat.TAR),
+    (".tar.bz2", InputFormat.TAR),
+    (".tgz", InputFormat.TAR),
+    (".tar", InputFormat.TAR),
+    (".csv.gz", InputFormat.CSV),
+    (".csv", InputFormat.CSV),
+    (".tsv.gz", InputFormat.TSV),
+    (".tsv", InputFormat.TSV),
 )
 SHARD_SUFFIXES: tuple[str, ...] = tuple(suffix for suffix, _ in FORMAT_SUFFIXES)
-DEFAULT_FORMAT = "parquet"
+DEFAULT_FORMAT = InputFormat.PARQUET
 NO_COMPRESSION = "none"  # ShardRef.compression of a sniffed file that is not compressed
 
 
@@ -59,7 +79,7 @@ class ShardRef:
     display: str
     path: str
     filesystem: pafs.FileSystem | None = field(default=None, compare=False, repr=False)
-    format: str = DEFAULT_FORMAT
+    format: InputFormat = DEFAULT_FORMAT
     # The stream compression found by sniffing the content (a ``.bin`` that is gzip-compressed
     # JSON Lines; NO_COMPRESSION for a plain file whatever its suffix); None: judged by the suffix.
     compression: str | None = None
@@ -103,7 +123,8 @@ class ShardRef:
         try:
             if self.filesystem is None:
                 return os.path.getsize(self.path)
-            return self.filesystem.get_file_info(self.path).size
+            size: int | None = self.filesystem.get_file_info(self.path).size  # pyarrow: None when unknown
+            return size
         except Exception:
             return None
 
@@ -121,7 +142,7 @@ def is_shard_name(name: str) -> bool:
     return name.lower().endswith(SHARD_SUFFIXES)
 
 
-def format_of(name: str) -> str:
+def format_of(name: str) -> InputFormat:
     """The input format a file name implies; Parquet when the suffix says nothing."""
     lower = name.lower()
     for suffix, fmt in FORMAT_SUFFIXES:

@@ -131,3 +131,13 @@ class _Reader:
             else:
                 fields[field_id] = self.value(kind, depth)
             last = field_id
+
+
+def as_list(value: object) -> list[object]:
+    """A field read as a list: itself when it is one, else empty (a hostile file may put anything there)."""
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: object) -> int | None:
+    """A field read as an integer: itself when it is one (not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
