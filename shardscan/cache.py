@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shardscan import __version__
-from shardscan.engine import ScanOptions
 from shardscan.local_state import atomic_write, cache_key, seal, unseal
 from shardscan.model import CellLocation, Finding, ScanStats, ShardResult, Status, Verdict
+from shardscan.options import ScanOptions
 from shardscan.reader import ShardRef
 from shardscan.ruleset import Ruleset
 

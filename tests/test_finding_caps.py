@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import shardscan.engine as engine
+import shardscan.scanning.verification as verification
 from shardscan.api import scan_table
 from shardscan.engine import Scanner, ScanOptions
 from shardscan.model import ScanIssue
@@ -85,13 +86,13 @@ def test_aggregation_never_hides_a_blocking_finding():
 
 def test_verification_is_memoised_per_distinct_value(monkeypatch):
     calls: list[str] = []
-    real = engine.verify_candidate
+    real = verification.verify_candidate
 
     def counting(cand, names, context):
         calls.append(cand.secret)
         return real(cand, names, context)
 
-    monkeypatch.setattr(engine, "verify_candidate", counting)
+    monkeypatch.setattr(verification, "verify_candidate", counting)
     tokens = [github_token(random.Random(f"m{i}")) for i in range(40)]
     scanner = Scanner(RULESET, options(max_findings_per_cell=10))
     findings, limits = scanner.scan_text(" ".join(tokens + lookalikes(200)))

@@ -1,10 +1,10 @@
 """The Ray engine: the executor's (shard, row group) work items as Ray tasks, assembled in the driver.
 
 The driver discovers shards (listing object stores is cheap); one task per shard plans its work
-items (``executor.plan_shard``: Parquet row groups plus the footer's metadata; a JSONL or Arrow
-stream, a text or CSV file, a tar archive with all its members is one item); one task per item scans it with ``executor.scan_item`` and the same Scanner
+items (``scanning.items.plan_shard``: Parquet row groups plus the footer's metadata; a JSONL or Arrow
+stream, a text or CSV file, a tar archive with all its members is one item); one task per item scans it with ``scanning.items.scan_item`` and the same Scanner
 the local engine uses; the driver assembles each shard's results in item order
-(``executor.assemble``). Findings, issues and counts are therefore identical to a local scan. A
+(``scanning.items.assemble``). Findings, issues and counts are therefore identical to a local scan. A
 task that fails (worker died, object lost, out of memory) becomes an "unreadable" issue for its
 item: exit code 3, never a crash and never a silently missing shard.
 
@@ -21,7 +21,7 @@ from types import ModuleType
 
 from shardscan.engine import Scanner
 from shardscan.errors import ConfigError, describe_exception
-from shardscan.executor import (
+from shardscan.scanning.items import (
     FOOTER,
     STREAM,
     FooterCache,
@@ -64,7 +64,7 @@ def scan_item_in_worker(boxed_scanner: list, item: WorkItem) -> ItemResult:
     return scan_item(_worker_scanner[1], item, _worker_footers)
 
 
-def scan_shards_ray(
+def run_ray(
     shards: list[ShardRef],
     scanner: Scanner,
     *,
