@@ -14,8 +14,6 @@ import pyarrow as pa
 from shardscan.allowlist import Allowlist
 from shardscan.cache import ResultCache
 from shardscan.engine import Scanner
-from shardscan.engines.ray_engine import require_ray
-from shardscan.errors import ConfigError
 from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
 from shardscan.known_secrets import KIND as KNOWN_KIND
 from shardscan.known_secrets import RULE_ID as KNOWN_RULE
@@ -27,7 +25,7 @@ from shardscan.reader import ShardRef, discover_files
 from shardscan.reconcile import apply_allowlist, apply_policy
 from shardscan.report import ExclusionCount, FileCounts, KnownSecretSummary, Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
-from shardscan.run import ENGINES, ProgressCallback, run_shards
+from shardscan.run import ProgressCallback, check_engine, run_shards
 
 
 def scan(
@@ -73,11 +71,7 @@ def scan(
     file, and a run that scans nothing, are incomplete too. Raises MissingDependencyError (a
     ConfigError) when a URL needs a package that is not installed.
     """
-    # A configuration error is raised before any file is read.
-    if engine not in ENGINES:
-        raise ConfigError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
-    if engine == "ray":
-        require_ray()
+    check_engine(engine)  # (a configuration error is raised before any file is read)
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
     options = options or ScanOptions()

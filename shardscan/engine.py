@@ -142,23 +142,23 @@ class Scanner:
     def scan_footer(self, shard: str, parquet: pq.ParquetFile, timer: Timer | None = None) -> BatchResult:
         """Scan a Parquet shard's file-level key/value metadata and string statistics (reported at row -1),
         and check that its footer accounts for every byte of the file (problems are issues)."""
-        return read.scan_footer(self.batches, shard, parquet, timer or Timer())
+        return read.read_footer(self.batches, shard, parquet, timer or Timer())
 
     def scan_row_group(
         self, shard: ShardRef, parquet: pq.ParquetFile, index: int, timer: Timer | None = None
     ) -> BatchResult:
         """Read and scan one row group, a slice of rows at a time (see :meth:`slice_bytes`); raises
         ShardReadError when it cannot be read at all."""
-        return read.scan_row_group(self.batches, self.options, shard, parquet, index, timer or Timer())
+        return read.read_row_group(self.batches, self.options, shard, parquet, index, timer or Timer())
 
     def scan_stream(self, shard: ShardRef, timer: Timer | None = None) -> BatchResult:
         """Read and scan a shard that is one sequential stream (JSON Lines, Arrow IPC); raises
         ShardReadError when it cannot be opened."""
-        return read.scan_stream(self.batches, shard, timer or Timer())
+        return read.read_stream(self.batches, shard, timer or Timer())
 
     def scan_table(self, table: pa.Table, shard: str = "<table>", rows_per_batch: int = 16384) -> ShardResult:
         """Scan an in-memory table as one shard: schema metadata, then slices of ``rows_per_batch`` rows."""
-        return read.scan_table(self.batches, self.options, table, shard, rows_per_batch, Timer())
+        return read.read_table(self.batches, self.options, table, shard, rows_per_batch, Timer())
 
     def scan_batch(self, batch: RowGroupBatch, shard: str, timer: Timer | None = None) -> BatchResult:
         """Prefilter every leaf of a batch, then scan only the selected cells (each distinct text once)."""

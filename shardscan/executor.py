@@ -17,9 +17,9 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 
@@ -47,7 +47,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from multiprocessing.context import BaseContext
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
     from multiprocessing.process import BaseProcess
 
 
@@ -87,7 +87,7 @@ def _worker_main(conn: Connection, scanner: Scanner) -> None:
         conn.send((index, scan_item(scanner, item, footers)))
 
 
-def _context() -> BaseContext:
+def _context() -> ForkContext | ForkServerContext | SpawnContext:
     """How worker processes start: ``fork`` on Linux, else ``forkserver``/``spawn``.
 
     fork starts a worker in milliseconds with every module already imported (forkserver and spawn
@@ -104,7 +104,8 @@ def _context() -> BaseContext:
         method = "fork" if sys.platform == "linux" and "fork" in methods else (
             "forkserver" if "forkserver" in methods else "spawn"
         )
-    return multiprocessing.get_context(method)
+    # (typeshed types get_context(str) as the BaseContext, which lacks Process; it is one of these three.)
+    return cast("ForkContext | ForkServerContext | SpawnContext", multiprocessing.get_context(method))
 
 
 @contextmanager
@@ -126,7 +127,7 @@ def _frozen_heap() -> Iterator[None]:
             gc.unfreeze()
 
 
-def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterator[ItemResult]:
+def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Generator[ItemResult, None, None]:
     """Scan work items and yield their results in item order, using up to ``jobs`` processes.
 
     If a worker process dies (killed for memory, or a crash inside a native library), the item
@@ -190,15 +191,18 @@ class _WorkerPool:
                             rest = todo.popleft()
                             done[rest] = _died(items[rest])
                         break
-                    for conn in multiprocessing.connection.wait(list(workers)):
-                        self._receive(conn, workers, todo, items, done)
+                    for ready in multiprocessing.connection.wait(list(workers)):
+                        # (wait returns what it was given: these connections)
+                        self._receive(cast("Connection", ready), workers, todo, items, done)
                 yield done.pop(index)
             finished = True
         finally:
             self._stop(workers, finished)
 
-    def _feed(self, conn: Connection, workers: dict, todo: deque[int], items: list[WorkItem],
-              done: dict[int, ItemResult]) -> None:
+    def _feed(
+        self, conn: Connection, workers: dict[Connection, tuple[BaseProcess, list[int]]], todo: deque[int],
+        items: list[WorkItem], done: dict[int, ItemResult],
+    ) -> None:
         """Top up a worker's items to IN_FLIGHT, in item order."""
         held = workers[conn][1]
         while len(held) < self.IN_FLIGHT and todo:
@@ -211,8 +215,10 @@ class _WorkerPool:
                 return
             held.append(index)
 
-    def _receive(self, conn: Connection, workers: dict, todo: deque[int], items: list[WorkItem],
-                 done: dict[int, ItemResult]) -> None:
+    def _receive(
+        self, conn: Connection, workers: dict[Connection, tuple[BaseProcess, list[int]]], todo: deque[int],
+        items: list[WorkItem], done: dict[int, ItemResult],
+    ) -> None:
         if conn not in workers:
             return
         try:
@@ -227,8 +233,10 @@ class _WorkerPool:
         self._feed(conn, workers, todo, items, done)
 
     @staticmethod
-    def _bury(conn: Connection, workers: dict, todo: deque[int], done: dict[int, ItemResult],
-              items: list[WorkItem]) -> None:
+    def _bury(
+        conn: Connection, workers: dict[Connection, tuple[BaseProcess, list[int]]], todo: deque[int],
+        done: dict[int, ItemResult], items: list[WorkItem],
+    ) -> None:
         """A dead worker: the item it was scanning (the first it held) is unreadable, the ones it
         had waiting go back to the front of the queue; its pipe is closed."""
         process, held = workers.pop(conn)
@@ -239,14 +247,12 @@ class _WorkerPool:
         process.join(timeout=1)
 
     @staticmethod
-    def _stop(workers: dict, finished: bool) -> None:
+    def _stop(workers: dict[Connection, tuple[BaseProcess, list[int]]], finished: bool) -> None:
         """Stop every worker: idle ones are told to, and a scan cut short (Ctrl-C, an error while
         reading results) ends the ones still scanning at once. None is left behind."""
         for conn in workers:
-            try:
+            with suppress(OSError, ValueError):
                 conn.send(None)
-            except (OSError, ValueError):
-                pass
         for conn, (process, _held) in workers.items():
             process.join(timeout=5 if finished else 0)
             if process.is_alive():

@@ -37,9 +37,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from shardscan.errors import ShardReadError, describe_exception
-from shardscan.model import BatchResult, Finding, ScanIssue, ScanStats
+from shardscan.model import BatchResult, Finding, NotScanned, ScanIssue, ScanStats
 from shardscan.reader.cells import LeafCells
-from shardscan.reader.discovery import NotScanned, classify, format_by_suffix
+from shardscan.reader.discovery import classify, format_by_suffix
 from shardscan.reader.exclude import compile_patterns, default_exclusion, matches
 from shardscan.reader.parquet import RowGroupBatch, batch_from_table
 from shardscan.reader.sources import ShardRef
@@ -277,7 +277,7 @@ def _chunks(stream: pa.NativeFile, shard: ShardRef, issues: list[ScanIssue]) -> 
 def _scan_cells(
     scanner: ShardScanner, shard: ShardRef, cells: Iterator[TextCell | int], timer: Timer, issues: list[ScanIssue]
 ) -> BatchResult:
-    findings: dict[tuple, Finding] = {}
+    findings: dict[tuple[object, ...], Finding] = {}
     stats = ScanStats()
     batch: list[TextCell] = []
     chars = 0
@@ -303,7 +303,7 @@ def _scan_cells(
 
 def _scan_text_batch(
     scanner: ShardScanner, shard: ShardRef, cells: list[TextCell], index: int, timer: Timer,
-    findings: dict[tuple, Finding], issues: list[ScanIssue],
+    findings: dict[tuple[object, ...], Finding], issues: list[ScanIssue],
 ) -> ScanStats:
     """Scan cells as one batch (row = the cell's index), then place findings and issues at their lines."""
     leaf = LeafCells(TEXT_COLUMN, pa.array([c.text for c in cells], pa.large_string()),

@@ -1,4 +1,4 @@
-"""Every knob of a scan (``ScanOptions``) and its defaults: a small module the engine, the run layer and the cache share."""
+"""Every knob of a scan (``ScanOptions``) and its defaults, shared by the engine, the run layer and the cache."""
 
 from __future__ import annotations
 

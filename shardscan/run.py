@@ -1,4 +1,4 @@
-"""The run layer: scan shards on an executor (local worker processes or Ray), replaying unchanged shards from the result cache."""
+"""The run layer: scan shards on an executor (local processes or Ray), replaying unchanged ones from the cache."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import replace
 from shardscan import executor
 from shardscan.cache import ResultCache, partition
 from shardscan.engine import Scanner
-from shardscan.engines.ray_engine import run_ray
 from shardscan.errors import ConfigError
 from shardscan.model import ShardResult
 from shardscan.reader import ShardRef
@@ -38,17 +37,32 @@ def run_shards(
     configuration are unchanged are replayed from it (listed first) and complete fresh results are
     stored. Raises ConfigError for an unknown engine.
     """
-    if engine not in ENGINES:
-        raise ConfigError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    check_engine(engine)
 
     def execute(todo: list[ShardRef]) -> list[ShardResult]:
         if engine == "ray":
+            from shardscan.engines.ray_engine import run_ray  # (start-up: see check_engine)
+
             return run_ray(todo, scanner, address=ray_address, on_shard=on_shard)
         return executor.run_local(todo, scanner, jobs or executor.default_jobs(), on_shard)
 
     if cache is None:
         return execute(shards)
     return _replay_or_execute(shards, cache, on_shard, execute)
+
+
+def check_engine(engine: str) -> None:
+    """Raise ConfigError for an unknown engine, or for Ray when it is not installed.
+
+    The Ray engine's module is imported only when it is chosen: a local scan (the pre-commit hook,
+    the gate) loads nothing of it (``tests/test_startup.py``).
+    """
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
+    if engine == "ray":
+        from shardscan.engines.ray_engine import require_ray
+
+        require_ray()
 
 
 def _replay_or_execute(

@@ -4,13 +4,13 @@
 |--------------|-----------------------------------------------------|-----|
 | `valid`      | the rule's severity                                 | structurally a real credential |
 | `unverified` | the rule's severity                                 | no offline proof either way: assume the worst |
-| `encrypted`  | one step below the rule's (critical → high)         | usable only with the passphrase, which may be weak or nearby |
-| `expired`    | `low`                                               | no longer accepted, but it reveals an issuer, audience and account |
+| `encrypted` | one step below the rule's (critical → high) | usable only with the passphrase (maybe weak or nearby) |
+| `expired` | `low` | no longer accepted, but it reveals an issuer, audience and account |
 | `invalid`    | `low`                                               | fails a hard check: invented or mangled |
 | `example`    | `info`                                              | a published documentation value |
 | `redacted`   | `info`                                              | the body is elided or a placeholder |
-| `test-mode`  | `low`                                               | a real test-mode or publishable key: no live data or money |
-| `local-only` | `low`                                               | a real credential for a service reachable only inside the sandbox |
+| `test-mode` | `low` | a real test-mode or publishable key: no live data or money |
+| `local-only` | `low` | a real credential for a service reachable only inside the sandbox |
 
 Kind enters through the rule's severity (``rules/*.yaml``), which is set per credential type: a
 GitHub App installation token is `high` because it lives an hour, a classic PAT `critical`, an

@@ -1,4 +1,4 @@
-"""The batch stage: prefilter every leaf of a batch (whole Arrow arrays), then run the cell stage on the selected cells."""
+"""The batch stage: prefilter every leaf of a batch (whole Arrow arrays), then scan the selected cells."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from shardscan.scanning.values import TRUNCATED_PREFIX, CellScan, Timer
 class BatchScanner:
     """The batch stage of a Scanner: the prefilters that select cells, the rule gate, and the cell stage."""
 
-    def __init__(self, prefilter: Prefilter, known_prefilter: Prefilter | None, gate: RuleGate, cells: CellScanner) -> None:
+    def __init__(
+        self, prefilter: Prefilter, known_prefilter: Prefilter | None, gate: RuleGate, cells: CellScanner
+    ) -> None:
         self.prefilter = prefilter
         self.known_prefilter = known_prefilter
         self.gate = gate
@@ -64,7 +66,7 @@ class BatchScanner:
         raw_rules = self.gate.rules_for(texts)
         rules = self.cells.rules
         timer.add("gate", t)
-        for text, rule_indexes in zip(texts, raw_rules):
+        for text, rule_indexes in zip(texts, raw_rules, strict=True):
             locations = by_text[text]
             try:
                 cell_findings, limits = self.cells.scan(text, timer, tuple(rules[i] for i in rule_indexes))

@@ -25,7 +25,7 @@ from shardscan.severity import derive_severity
 
 
 class CellScanner:
-    """The cell stage of a Scanner: its rules, decoders' keyword forms, known secrets and the prefilter's expressions."""
+    """The cell stage of a Scanner: its rules, keyword forms, known secrets and the prefilter's expressions."""
 
     def __init__(
         self, ruleset: Ruleset, options: ScanOptions, keywords: decoders.KeywordSet, known: KnownSecretMatcher,
@@ -183,7 +183,9 @@ class CellScanner:
                 yield span.start + offset, window, offset > 0
 
 
-def one_per_occurrence(known: dict[tuple[str, int, int], tuple[str, ...]]) -> dict[tuple[str, int, int], tuple[str, ...]]:
+def one_per_occurrence(
+    known: dict[tuple[str, int, int], tuple[str, ...]],
+) -> dict[tuple[str, int, int], tuple[str, ...]]:
     """One known-secret hit per occurrence: of overlapping hits of one entry (the base64 form found
     in the raw text, and the decoded run it lies in), the least-decoded, narrowest one."""
     kept: dict[tuple[str, int, int], tuple[str, ...]] = {}

@@ -1,4 +1,4 @@
-"""A shard as independent work items: plan them, scan one, assemble a shard's results (what every executor shares).
+"""A shard as independent work items: plan them, scan one, assemble a shard's results (shared by every executor).
 
 The unit of work is a :class:`WorkItem`: a shard reference and a row-group index (``FOOTER`` for the
 file's key/value metadata, ``STREAM`` for a whole shard of a format that can only be read in order:
@@ -123,10 +123,8 @@ def scan_item(scanner: ShardScanner, item: WorkItem, footers: FooterCache | None
     try:
         if item.row_group == STREAM:
             scan_file = FILE_SCANNERS.get(shard.format)
-            if scan_file is not None:  # text, CSV/TSV, tar: see shardscan.filescan
-                found = scan_file(scanner, shard, timer)
-            else:
-                found = scanner.scan_stream(shard, timer)
+            # Text, CSV/TSV and tar (see shardscan.filescan), else a columnar stream (JSON Lines, Arrow IPC).
+            found = scan_file(scanner, shard, timer) if scan_file is not None else scanner.scan_stream(shard, timer)
             return _item_result(item, found, started, timer)
         parquet = (footers or FooterCache()).get(shard)
         timer.add("read", started)
@@ -226,8 +224,7 @@ def log_shard(result: ShardResult, cached: bool = False) -> None:
         log.debug("%s row %d %s: %s %s (%s)", loc.shard, loc.row, loc.column, finding.rule_id, finding.preview,
                   finding.verdict)
     for issue in result.issues:
-        where = "".join(
-            f" {label} {value}" for label, value in (("row group", issue.row_group), ("row", issue.row)) if value is not None
-        )
+        places = (("row group", issue.row_group), ("row", issue.row))
+        where = "".join(f" {label} {value}" for label, value in places if value is not None)
         log.warning("%s%s%s: [%s] %s", issue.shard, where, f" {issue.column}" if issue.column else "", issue.kind,
                     issue.message)

@@ -1,4 +1,4 @@
-"""What the shard-level code (work items, text/CSV/tar files) needs from a Scanner, as a Protocol it can import without the engine."""
+"""What work items and text/CSV/tar files need from a Scanner: a Protocol importable without the engine."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
 from dataclasses import replace
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ from shardscan.scanning.caps import cap_shard_findings
 from shardscan.scanning.values import Timer
 
 
-def scan_footer(batches: BatchScanner, shard: str, parquet: pq.ParquetFile, timer: Timer) -> BatchResult:
+def read_footer(batches: BatchScanner, shard: str, parquet: pq.ParquetFile, timer: Timer) -> BatchResult:
     """Scan a shard's file-level key/value metadata and string statistics (reported at row -1),
     and check that its footer accounts for every byte of the file (problems are issues)."""
     checked = footer_integrity(shard, parquet)
@@ -43,7 +44,7 @@ def scan_footer(batches: BatchScanner, shard: str, parquet: pq.ParquetFile, time
     return result
 
 
-def scan_row_group(
+def read_row_group(
     batches: BatchScanner, options: ScanOptions, shard: ShardRef, parquet: pq.ParquetFile, index: int, timer: Timer
 ) -> BatchResult:
     """Read and scan one row group, a slice of rows at a time (see ``budget.slice_bytes``).
@@ -70,14 +71,15 @@ def scan_row_group(
             raise
         parts.append(BatchResult(issues=(ScanIssue(shard.display, "unreadable", err.reason, row_group=index),)))
     finally:
-        slices.close()
+        if isinstance(slices, Generator):  # (close the file it holds now, not when collected)
+            slices.close()
     timer.add("read", t)
     total = BatchResult.total(parts)
     # However many slices it was read in, a row group counts once.
     return replace(total, stats=replace(total.stats, row_groups=1))
 
 
-def scan_stream(batches: BatchScanner, shard: ShardRef, timer: Timer) -> BatchResult:
+def read_stream(batches: BatchScanner, shard: ShardRef, timer: Timer) -> BatchResult:
     """Read and scan a shard that is one sequential stream (JSON Lines, Arrow IPC): metadata, then every batch.
 
     Raises ShardReadError when the shard cannot be opened; a batch or line that cannot be read
@@ -106,7 +108,7 @@ def scan_stream(batches: BatchScanner, shard: ShardRef, timer: Timer) -> BatchRe
     return BatchResult.total(parts)
 
 
-def scan_table(
+def read_table(
     batches: BatchScanner, options: ScanOptions, table: pa.Table, shard: str, rows_per_batch: int, timer: Timer
 ) -> ShardResult:
     """Scan an in-memory table as one shard: schema metadata, then slices of ``rows_per_batch`` rows.

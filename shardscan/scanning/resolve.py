@@ -1,4 +1,4 @@
-"""Resolution of a cell's overlapping readings: one finding per secret, read through the fewest decodings that read it exactly."""
+"""Resolution of a cell's overlapping readings: one finding per secret, read through the fewest decodings."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ VERDICT_RANK = {
 # that rule's finding says more, and the value is reported once.
 #
 # Not the same as the rules' ``fallback`` field (see :func:`_yield_to_specific_rules`), and kept
-# beside it: these kinds yield to any *other kind* in step 2b, before the nesting step, while a
-# ``fallback`` rule yields to any non-fallback rule after it. Folding one into the other changes
-# which reading survives when a fallback-kind rule is not marked ``fallback`` (a user's rule, or a
-# password rule overlapping another password-kind rule), so both stay.
+# beside it: a match of these kinds yields to a match of any other kind, a ``fallback`` rule's
+# included (a password assignment whose value is an ``sk-…`` key yields to the ``sk-api-key``
+# fallback rule), and before the nesting step 3; a ``fallback`` rule yields only to rules that are
+# not fallbacks, after it. Marking these kinds' rules ``fallback`` instead would report such a
+# password and key twice (neither would yield to the other).
 FALLBACK_KINDS = frozenset({"connection-string", "password", "generic-secret"})
 
 
@@ -60,8 +61,7 @@ def deduplicate(raw: list[Reading], ruleset: Ruleset, text: str = "") -> list[Re
     for items in groups.values():
         # (Joining wrapped lines is a reading, not a decoding: of equally decoded readings of one
         # secret, the one without it is the true text.)
-        deepest = max(items, key=lambda item: (len(item.candidate.encoding) - (TERMINAL_WRAP in item.candidate.encoding),
-                                               TERMINAL_WRAP not in item.candidate.encoding)).candidate.secret
+        deepest = max(items, key=_decodings).candidate.secret
         exact = [item for item in items if item.candidate.secret == deepest]
         best.append(min(exact, key=lambda item: (len(item.candidate.encoding), item.start, item.end)))
     # Only a reading of the same rule through more decodings can drop a candidate: indexed so, a
@@ -80,6 +80,11 @@ def deduplicate(raw: list[Reading], ruleset: Ruleset, text: str = "") -> list[Re
                               and not ruleset.get(o.candidate.rule_id).fallback for o in kept))
     ]
     return _yield_to_specific_rules(kept, ruleset)
+
+
+def _decodings(item: Reading) -> tuple[int, bool]:
+    chain = item.candidate.encoding
+    return (len(chain) - (TERMINAL_WRAP in chain), TERMINAL_WRAP not in chain)
 
 
 def position_order(item: Reading) -> tuple[int, int, str]:
@@ -209,5 +214,7 @@ def _inside(item: Reading, outer: Reading) -> bool:
     cand, other = item.candidate, outer.candidate
     start, end, o_start, o_end = item.start, item.end, outer.start, outer.end
     if (o_start, o_end) == (start, end) and other.encoding == cand.encoding and cand.encoding:
-        return other.start <= cand.start and cand.end <= other.end and (other.end - other.start) > (cand.end - cand.start)
-    return o_start <= start and end <= o_end and (o_end - o_start) > (end - start) and len(other.secret) > len(cand.secret)
+        longer = (other.end - other.start) > (cand.end - cand.start)
+        return other.start <= cand.start and cand.end <= other.end and longer
+    longer = (o_end - o_start) > (end - start) and len(other.secret) > len(cand.secret)
+    return o_start <= start and end <= o_end and longer

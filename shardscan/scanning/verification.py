@@ -1,8 +1,9 @@
-"""The cell stage's verification glue: verify a cell's candidates once per distinct value, and note which read the clock."""
+"""Verification glue of the cell stage: each distinct value verified once per cell, noting which read the clock."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.ruleset import Rule
@@ -10,6 +11,12 @@ from shardscan.verifiers import ALWAYS_FIRST, VERIFIERS, VerifyContext, verify_c
 
 # Distinct values whose structural check is memoised per cell (see ``Verifications``).
 STRUCTURE_MEMO = 4096
+
+
+# The slot descriptors of VerifyContext's fields: a WatchedContext sets and reads its fields
+# through them, since its own ``now`` is a property (a frozen dataclass sets fields with
+# ``object.__setattr__``, which the property would refuse).
+_FIELD_SLOTS: dict[str, Any] = {name: vars(VerifyContext)[name] for name in ("now", "kind", "text")}
 
 
 class WatchedContext(VerifyContext):
@@ -21,17 +28,20 @@ class WatchedContext(VerifyContext):
     """
 
     __slots__ = ("_reads",)
+    _reads: list[bool]
 
     def __init__(self, now: datetime, kind: str, reads: list[bool] | None = None, text: str = "") -> None:
-        VerifyContext.now.__set__(self, now)  # type: ignore[attr-defined]
-        VerifyContext.kind.__set__(self, kind)  # type: ignore[attr-defined]
-        VerifyContext.text.__set__(self, text)  # type: ignore[attr-defined]
+        _FIELD_SLOTS["now"].__set__(self, now)
+        _FIELD_SLOTS["kind"].__set__(self, kind)
+        _FIELD_SLOTS["text"].__set__(self, text)
         object.__setattr__(self, "_reads", reads if reads is not None else [])
 
-    @property  # type: ignore[override]
+    @property
     def now(self) -> datetime:
+        """The scan clock, noting that it was read."""
         self._reads.append(True)
-        return VerifyContext.now.__get__(self)  # type: ignore[attr-defined]
+        value: datetime = _FIELD_SLOTS["now"].__get__(self, VerifyContext)
+        return value
 
 
 class Verifications:
