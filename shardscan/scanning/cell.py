@@ -19,7 +19,7 @@ from shardscan.ruleset import Rule, Ruleset
 from shardscan.scanning.budget import cell_finding_cap
 from shardscan.scanning.caps import cell_aggregates, listed_over_cap
 from shardscan.scanning.resolve import deduplicate, settle_wrap_readings
-from shardscan.scanning.values import TRUNCATED_PREFIX, CellFinding, CellScan, Reading, Timer
+from shardscan.scanning.values import TRUNCATED_PREFIX, CellFinding, CellScan, Occurrence, Reading, Timer
 from shardscan.scanning.verification import Verifications
 from shardscan.severity import derive_severity
 
@@ -52,14 +52,14 @@ class CellScanner:
         raw_rules = self.rules if raw_rules is None else raw_rules
         limits: list[str] = []
         raw: list[Reading] = []
-        known: dict[tuple[str, int, int], tuple[str, ...]] = {}  # (digest, start, end) -> decode chain
+        known: dict[Occurrence, tuple[str, ...]] = {}  # -> its decode chain
         t = time.perf_counter()
         decoding = 0.0  # time spent producing decoded views, reported as its own stage
         budget = decoders.DecodeBudget.of(self.options.decode)
         for offset, window, continued in self._windows_of(text):
             if self.known:
                 for hit in self.known.in_raw(window):
-                    known.setdefault((hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
+                    known.setdefault(Occurrence(hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
             views = decoders.views(
                 window, self.options.decode, limits.append, self.keywords, continued=continued, budget=budget
             )
@@ -72,7 +72,7 @@ class CellScanner:
                 if self.known and view.encoding:
                     for entry, k_start, k_end in self.known.in_view(view.text):
                         k_start, k_end = view.original_span(k_start, k_end)
-                        key = (entry.digest, offset + k_start, offset + k_end)
+                        key = Occurrence(entry.digest, offset + k_start, offset + k_end)
                         if len(known.get(key, view.encoding)) >= len(view.encoding):
                             known[key] = view.encoding
                 rules = raw_rules if not view.encoding else self.rules
@@ -98,7 +98,7 @@ class CellScanner:
         known = one_per_occurrence(known)
         labels = {entry.digest: entry.label for entry in self.known.entries}
         spans = sorted([(r.start, r.end, preview(r.candidate.secret)) for r in kept]
-                       + [(s, e, labels[digest]) for digest, s, e in known])
+                       + [(o.start, o.end, labels[o.digest]) for o in known])
         reach = span_reach(spans)
         verifications = Verifications(self.options.now, text)
         cap = cell_finding_cap(self.options)
@@ -118,16 +118,16 @@ class CellScanner:
                 rule_id=KNOWN_RULE,
                 kind=KNOWN_KIND,
                 severity="critical",
-                start=start,
-                end=end,
-                fingerprint="sha256:" + digest,
-                preview=labels[digest],
+                start=found.start,
+                end=found.end,
+                fingerprint="sha256:" + found.digest,
+                preview=labels[found.digest],
                 verdict=Verdict.VALID,
-                detail=f"{labels[digest]}: an occurrence of a secret you named (--known-secrets)",
+                detail=f"{labels[found.digest]}: an occurrence of a secret you named (--known-secrets)",
                 encoding=chain,
-                context=context_snippet(text, start, end, spans, reach),
+                context=context_snippet(text, found.start, found.end, spans, reach),
             )
-            for (digest, start, end), chain in sorted(known.items(), key=lambda item: item[0][1:])
+            for found, chain in sorted(known.items(), key=lambda item: (item[0].start, item[0].end))
         ]
         timer.add("verify", t)
         return CellScan(out, limits)
@@ -183,15 +183,12 @@ class CellScanner:
                 yield span.start + offset, window, offset > 0
 
 
-def one_per_occurrence(
-    known: dict[tuple[str, int, int], tuple[str, ...]],
-) -> dict[tuple[str, int, int], tuple[str, ...]]:
+def one_per_occurrence(known: dict[Occurrence, tuple[str, ...]]) -> dict[Occurrence, tuple[str, ...]]:
     """One known-secret hit per occurrence: of overlapping hits of one entry (the base64 form found
     in the raw text, and the decoded run it lies in), the least-decoded, narrowest one."""
-    kept: dict[tuple[str, int, int], tuple[str, ...]] = {}
-    for key in sorted(known, key=lambda k: (len(known[k]), k[2] - k[1], k[1])):
-        digest, start, end = key
-        if not any(d == digest and s < end and start < e for d, s, e in kept):
+    kept: dict[Occurrence, tuple[str, ...]] = {}
+    for key in sorted(known, key=lambda k: (len(known[k]), k.end - k.start, k.start)):
+        if not any(o.digest == key.digest and o.start < key.end and key.start < o.end for o in kept):
             kept[key] = known[key]
     return kept
 

@@ -27,6 +27,15 @@ class Reading:
 
 
 @dataclass(frozen=True, slots=True)
+class Occurrence:
+    """Where one of your own secrets (``--known-secrets``, by its digest) occurs in a cell."""
+
+    digest: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class CellFinding:
     """A finding of one cell text, before it is attached to the (possibly many) cells holding that text."""
 
