@@ -25,7 +25,7 @@ LAZY_IMPORTS_ALLOWED: dict[str, str] = {
     "shardscan": "PEP 562: the public names are imported on first use, so importing one submodule loads only it",
     "shardscan.cli": "start-up time: `shardscan --help` and the pre-commit hook import only what the command runs",
     "shardscan.reader.formats": "start-up time: a format's reader (and its dependencies) loads only for its files",
-    "shardscan.reader.discovery": "optional dependency: remote URLs need fsspec, imported only for a URL",
+    "shardscan.reader.discovery": "start-up time: the remote readers load for URLs only",
     "shardscan.ruleset.load": "start-up time: verifiers and the backtracking check load only when a rule needs them",
     "shardscan.ruleset.check": "start-up time: `rules check` loads the engine; loading rules must not",
     "shardscan.synth": "start-up time: test-data generators load a verifier's helpers only when generating its kind",

@@ -151,7 +151,7 @@ def assemble(plan: ShardPlan, results: Iterable[ItemResult], finding_cap: int | 
     """One shard's ShardResult from its plan and its items' results (in item order).
 
     With ``finding_cap`` (``Scanner.shard_finding_cap``), findings beyond it are aggregated and
-    the shard gets a "truncated" issue (see ``engine.cap_shard_findings``).
+    the shard gets a "truncated" issue (see ``scanning.caps.cap_shard_findings``).
     """
     if plan.issue is not None:
         return ShardResult(plan.shard.display, ScanStats(shards=1, seconds=plan.seconds), (), (plan.issue,))
