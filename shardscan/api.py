@@ -11,27 +11,21 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from shardscan import executor
 from shardscan.allowlist import Allowlist
-from shardscan.cache import ResultCache, partition
-from shardscan.engine import Scanner, ScanOptions
-from shardscan.errors import ConfigError
+from shardscan.cache import ResultCache
+from shardscan.engine import Scanner
 from shardscan.hyperscan_matcher import PATTERN_CACHE_DIR
 from shardscan.known_secrets import KIND as KNOWN_KIND
 from shardscan.known_secrets import RULE_ID as KNOWN_RULE
 from shardscan.known_secrets import KnownSecret
 from shardscan.model import IssueKind, ScanIssue, Severity, ShardResult
+from shardscan.options import ScanOptions
 from shardscan.policy import Policy
 from shardscan.reader import ShardRef, discover_files
 from shardscan.reconcile import apply_allowlist, apply_policy
 from shardscan.report import ExclusionCount, FileCounts, KnownSecretSummary, Report, RuleInfo, build_report
 from shardscan.ruleset import Ruleset, load_ruleset
-
-ProgressCallback = Callable[[ShardResult], None]
-# Formats whose results the cache cannot replay: a tar archive's findings name its members (the
-# cache names every finding by the file), and which members are read depends on --exclude.
-UNCACHED_FORMATS: frozenset[str] = frozenset({"tar"})
-ENGINES: tuple[str, ...] = ("local", "ray")
+from shardscan.run import ProgressCallback, check_engine, run_shards
 
 
 def scan(
@@ -77,12 +71,7 @@ def scan(
     file, and a run that scans nothing, are incomplete too. Raises MissingDependencyError (a
     ConfigError) when a URL needs a package that is not installed.
     """
-    if engine not in ENGINES:
-        raise ConfigError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
-    if engine == "ray":
-        from shardscan.engines.ray_engine import require_ray
-
-        require_ray()
+    check_engine(engine)  # (a configuration error is raised before any file is read)
     ruleset = ruleset or load_ruleset()
     policy = policy or Policy()
     options = options or ScanOptions()
@@ -116,55 +105,13 @@ def scan(
     if on_start:
         on_start(len(shards))
     scanner = Scanner(ruleset, options)
-
-    def run(todo: list[ShardRef], scanner: Scanner, on_shard: ProgressCallback | None = None) -> list[ShardResult]:
-        if engine == "ray":
-            from shardscan.engines.ray_engine import scan_shards_ray
-
-            return scan_shards_ray(todo, scanner, address=ray_address, on_shard=on_shard)
-        return scan_shards(todo, scanner, on_shard, jobs)
-
     # Revealed plaintext never goes into the cache, so a revealing scan reads everything afresh.
-    if cache is None or options.reveal_secrets:
-        results = run(shards, scanner, on_shard)
-    else:
+    store = None
+    if cache is not None and not options.reveal_secrets:
         store = cache if isinstance(cache, ResultCache) else ResultCache.open(Path(cache), ruleset, options)
-        results = _scan_with_cache(shards, scanner, store, on_shard, run)
+    results = run_shards(shards, scanner, engine=engine, jobs=jobs, ray_address=ray_address, on_shard=on_shard,
+                         cache=store)
     return _finish(results, ruleset, policy, options, started, extra, allowlist, files)
-
-
-def _scan_with_cache(
-    shards: list[ShardRef],
-    scanner: Scanner,
-    cache: ResultCache,
-    on_shard: ProgressCallback | None,
-    run: Callable[[list[ShardRef], Scanner, ProgressCallback | None], list[ShardResult]] | None = None,
-) -> list[ShardResult]:
-    """Replay unchanged shards from the cache, scan the rest (with ``run``), store their complete results."""
-    replayed, todo = partition(cache, [s for s in shards if s.format not in UNCACHED_FORMATS])
-    todo += [(s, None) for s in shards if s.format in UNCACHED_FORMATS]
-    for result in replayed:
-        executor.log_shard(result, cached=True)
-        if on_shard:
-            on_shard(result)
-    fresh = (run or scan_shards)([shard for shard, _ in todo], scanner, on_shard)
-    fresh = [
-        replace(result, stats=replace(result.stats, cache_rejected=result.stats.cache_rejected + 1))
-        if result.shard in cache.rejected_shards else result
-        for result in fresh
-    ]
-    for (shard, content), result in zip(todo, fresh, strict=True):
-        if content is not None:
-            cache.store(shard, content, result)
-    cache.save_index()
-    return replayed + fresh
-
-
-def scan_shards(
-    shards: list[ShardRef], scanner: Scanner, on_shard: ProgressCallback | None = None, jobs: int | None = 1
-) -> list[ShardResult]:
-    """Scan shards with ``jobs`` processes (``None``: all cores); results in shard order."""
-    return executor.scan_shards(shards, scanner, jobs or executor.default_jobs(), on_shard)
 
 
 def scan_table(

@@ -21,7 +21,7 @@ try:
         call_function,
     )
 except ImportError:  # a pyarrow that moved its internals: the public module has the same names
-    from pyarrow.compute import (  # type: ignore[assignment]
+    from pyarrow.compute import (
         CastOptions,
         MatchSubstringOptions,
         ScalarAggregateOptions,

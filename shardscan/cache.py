@@ -33,11 +33,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from shardscan import __version__
-from shardscan.engine import ScanOptions
 from shardscan.local_state import atomic_write, cache_key, seal, unseal
 from shardscan.model import CellLocation, Finding, ScanStats, Severity, ShardResult, Status, Verdict
+from shardscan.options import ScanOptions
 from shardscan.reader import ShardRef
 from shardscan.ruleset import Ruleset
 
@@ -78,7 +79,9 @@ def options_digest(options: ScanOptions) -> str:
 
 def config_digest(ruleset: Ruleset, options: ScanOptions) -> str:
     """The part of every cache key that is not the shard's content."""
-    parts = (CACHE_FORMAT, __version__, code_digest(), ruleset.digest, _rules_fingerprint(ruleset), options_digest(options))
+    parts = (
+        CACHE_FORMAT, __version__, code_digest(), ruleset.digest, _rules_fingerprint(ruleset), options_digest(options)
+    )
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
@@ -113,7 +116,8 @@ class ResultCache:
     counters: CacheCounters = field(default_factory=CacheCounters)
     rejected_shards: set[str] = field(default_factory=set)
     _hashes: dict[str, tuple[tuple[int, int, int, int], str]] = field(default_factory=dict)
-    _index: dict[str, list] | None = None
+    # By real path: [size, mtime_ns, ctime_ns, inode, sha256, settled] (a JSON list).
+    _index: dict[str, list[Any]] | None = None
 
     @classmethod
     def open(cls, root: Path, ruleset: Ruleset, options: ScanOptions) -> ResultCache:
@@ -179,8 +183,9 @@ class ResultCache:
         real = os.path.realpath(shard.path)
         known = index.get(real)
         if known is not None and tuple(known[:4]) == stat and known[5]:
-            self._hashes[shard.path] = (stat, known[4])
-            return known[4]
+            digest: str = known[4]
+            self._hashes[shard.path] = (stat, digest)
+            return digest
         started = time.time()
         try:
             h = hashlib.sha256()
@@ -209,28 +214,29 @@ class ResultCache:
             return None
         return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
-    def _load_index(self) -> dict[str, list]:
+    def _load_index(self) -> dict[str, list[Any]]:
         if self._index is None:
-            self._index = {}
-            try:
-                raw = self._index_path().read_bytes()
-            except OSError:
-                return self._index
-            # The index maps a file's stat to its content hash: a forged one would make a changed
-            # shard replay another shard's result, so it is sealed like the entries.
-            payload = unseal(self.key, _INDEX_LABEL, raw)
-            try:
-                data = json.loads(payload) if payload is not None else None
-            except ValueError:
-                data = None
-            valid = isinstance(data, dict) and all(
-                isinstance(v, list) and len(v) == 6 and isinstance(v[4], str) for v in data.values()
-            )
-            if valid:
-                self._index = data
-            else:
-                self.counters.rejected += 1
+            self._index = self._read_index()
         return self._index
+
+    def _read_index(self) -> dict[str, list[Any]]:
+        try:
+            raw = self._index_path().read_bytes()
+        except OSError:
+            return {}
+        # The index maps a file's stat to its content hash: a forged one would make a changed
+        # shard replay another shard's result, so it is sealed like the entries.
+        payload = unseal(self.key, _INDEX_LABEL, raw)
+        try:
+            data = json.loads(payload) if payload is not None else None
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and all(
+            isinstance(v, list) and len(v) == 6 and isinstance(v[4], str) for v in data.values()
+        ):
+            return data
+        self.counters.rejected += 1
+        return {}
 
     # ---- layout ---------------------------------------------------------------------------
 
@@ -277,7 +283,7 @@ _STATS_FIELDS = tuple(f.name for f in dataclasses.fields(ScanStats) if f.name no
 _FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding) if f.name not in ("location", "revealed"))
 
 
-def _encode(result: ShardResult, clock: str) -> dict:
+def _encode(result: ShardResult, clock: str) -> dict[str, Any]:
     """A complete engine result without its shard name (the same bytes may live under other names)."""
     findings = []
     for finding in result.findings:
@@ -307,7 +313,7 @@ def _clock_mismatch(payload: bytes, clock: str) -> bool:
         return False
 
 
-def _decode(data: dict, display: str, clock: str) -> ShardResult | None:
+def _decode(data: dict[str, Any], display: str, clock: str) -> ShardResult | None:
     if data.get("format") != CACHE_FORMAT:
         return None
     if data["clock"] is not None and data["clock"] != clock:
@@ -325,7 +331,9 @@ def _decode(data: dict, display: str, clock: str) -> ShardResult | None:
     return ShardResult(display, stats, tuple(findings), ())
 
 
-def partition(cache: ResultCache, shards: Iterable[ShardRef]) -> tuple[list[ShardResult], list[tuple[ShardRef, str | None]]]:
+def partition(
+    cache: ResultCache, shards: Iterable[ShardRef]
+) -> tuple[list[ShardResult], list[tuple[ShardRef, str | None]]]:
     """Split shards into replayed results and shards to scan (with their content hash, if cacheable)."""
     replayed: list[ShardResult] = []
     todo: list[tuple[ShardRef, str | None]] = []

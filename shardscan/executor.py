@@ -1,12 +1,10 @@
-"""Run a scan as independent (shard, row group) work items, in this process or in worker processes.
+"""Run a scan's work items in this process or in worker processes (the local executor).
 
-The unit of work is a :class:`WorkItem`: a shard reference and a row-group index (``FOOTER`` for the
-file's key/value metadata, ``STREAM`` for a whole shard of a format that can only be read in order:
-JSON Lines, Arrow IPC). :func:`plan_shard` reads a Parquet shard's footer and lists its items;
-:func:`scan_item` is a plain top-level function that scans one item with a :class:`Scanner`;
-:func:`assemble` turns one shard's item results back into the :class:`ShardResult` a sequential
-scan gives. Another engine (for example a cluster scheduler) only has to ship the Scanner once per
-worker, call ``scan_item`` on items and hand the results back in item order.
+The work items, their planning, the scanning of one item and the assembly of a shard's results live
+in :mod:`shardscan.scanning.items` (re-exported here: another engine, for example a cluster
+scheduler, only has to ship the Scanner once per worker, call ``scan_item`` on items and hand the
+results back in item order). This module runs them: :func:`run_items` with up to ``jobs`` worker
+processes, :func:`run_local` for whole shards.
 
 Output never depends on the number of workers: results are consumed in item order, findings are
 sorted, and issues keep the order of the items that raised them.
@@ -15,70 +13,42 @@ sorted, and issues keep the order of the items that raised them.
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import signal
 import sys
-import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from shardscan.engine import Scanner, _Timer, cap_shard_findings
-from shardscan.errors import ShardReadError, describe_exception
-from shardscan.filescan import FILE_SCANNERS
-from shardscan.model import Finding, IssueKind, ScanIssue, ScanStats, ShardResult
+from shardscan.engine import Scanner
+from shardscan.model import IssueKind, ScanIssue, ShardResult
 from shardscan.reader import ShardRef
-from shardscan.reader.lfs import lfs_pointer_reason
-from shardscan.reader.parquet import open_parquet
-from shardscan.reader.parquet_integrity import STATISTICS_COLUMN
+from shardscan.scanning.items import (
+    FOOTER,
+    STREAM,
+    FooterCache,
+    ItemResult,
+    ShardPlan,
+    WorkItem,
+    assemble,
+    log_shard,
+    plan_shard,
+    scan_item,
+)
 from shardscan.verifiers import prepare_verifiers
+
+__all__ = [
+    "FOOTER", "STREAM", "FooterCache", "ItemResult", "ShardPlan", "WorkItem", "assemble", "default_jobs", "log_shard",
+    "plan_shard", "run_items", "run_local", "scan_item",
+]
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-    from multiprocessing.context import BaseContext
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
     from multiprocessing.process import BaseProcess
-
-log = logging.getLogger(__name__)
-
-STATISTICS_PREFIX = STATISTICS_COLUMN + "."
-FOOTER = -1  # row-group index of the work item that scans the file's key/value metadata
-STREAM = -2  # row-group index of the work item that scans a whole sequential shard (JSONL, Arrow IPC)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkItem:
-    """One unit of scanning: a row group of a shard, its file metadata (``row_group == FOOTER``), or a
-    whole shard that is read as one stream (``row_group == STREAM``)."""
-
-    shard: ShardRef
-    row_group: int
-
-
-@dataclass(frozen=True, slots=True)
-class ItemResult:
-    """What scanning one work item produced (no plaintext: findings carry previews and hashes)."""
-
-    item: WorkItem
-    findings: tuple[Finding, ...] = ()
-    issues: tuple[ScanIssue, ...] = ()
-    stats: ScanStats = field(default_factory=ScanStats)
-    timings: tuple[tuple[str, float], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ShardPlan:
-    """A shard's work items, or the issue that made the shard unreadable before any item could run."""
-
-    shard: ShardRef
-    items: tuple[WorkItem, ...] = ()
-    issue: ScanIssue | None = None
-    seconds: float = 0.0
 
 
 def default_jobs() -> int:
@@ -87,139 +57,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def plan_shard(shard: ShardRef) -> ShardPlan:
-    """Read a shard's footer and list its work items (metadata first, then row groups in order)."""
-    started = time.perf_counter()
-    # A Git LFS pointer checked out in place of the shard must fail loudly, never scan "clean".
-    if (reason := lfs_pointer_reason(shard)) is not None:
-        return ShardPlan(shard, issue=ScanIssue(shard.display, IssueKind.UNREADABLE, reason),
-                         seconds=time.perf_counter() - started)
-    if shard.format != "parquet":
-        # Compressed JSON Lines, Arrow IPC streams, text files and tar archives cannot be split:
-        # the whole file is one item.
-        return ShardPlan(shard, (WorkItem(shard, STREAM),), seconds=time.perf_counter() - started)
-    try:
-        parquet = open_parquet(shard)
-        count = parquet.metadata.num_row_groups
-    except ShardReadError as err:
-        return ShardPlan(shard, issue=ScanIssue(shard.display, IssueKind.UNREADABLE, err.reason),
-                         seconds=time.perf_counter() - started)
-    except Exception as exc:  # a footer that parses but cannot be walked
-        issue = ScanIssue(shard.display, IssueKind.UNREADABLE, f"not a readable Parquet file ({describe_exception(exc)})")
-        return ShardPlan(shard, issue=issue, seconds=time.perf_counter() - started)
-    # The footer item always runs: besides key/value metadata it checks the file's layout and scans
-    # the column statistics.
-    items = [WorkItem(shard, FOOTER)] + [WorkItem(shard, i) for i in range(count)]
-    return ShardPlan(shard, tuple(items), seconds=time.perf_counter() - started)
-
-
-class FooterCache:
-    """The most recently opened shards of one worker, so consecutive row groups of a shard share a footer."""
-
-    def __init__(self, size: int = 2) -> None:
-        self.size = size
-        self._open: dict[str, pq.ParquetFile] = {}  # by display name and path
-
-    def get(self, shard: ShardRef) -> pq.ParquetFile:
-        """The opened shard (raises ShardReadError when it cannot be opened)."""
-        # Path alone is not unique across filesystems (a bucket key can equal a local path), nor is
-        # the display name across scanned folders; the pair is.
-        key = f"{shard.display}\0{shard.path}"
-        parquet = self._open.pop(key, None)
-        if parquet is None:
-            parquet = open_parquet(shard)
-        self._open[key] = parquet
-        while len(self._open) > self.size:
-            self._open.pop(next(iter(self._open)))
-        return parquet
-
-
-def scan_item(scanner: Scanner, item: WorkItem, footers: FooterCache | None = None) -> ItemResult:
-    """Scan one work item. Never raises: unreadable data and engine errors become issues."""
-    started = time.perf_counter()
-    timer = _Timer()
-    shard = item.shard
-    row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
-    try:
-        if item.row_group == STREAM:
-            scan_file = FILE_SCANNERS.get(shard.format)
-            if scan_file is not None:  # text, CSV/TSV, tar: see shardscan.filescan
-                findings, issues, stats = scan_file(scanner, shard, timer)
-            else:
-                findings, issues, stats = scanner.scan_stream(shard, timer)
-            stats = replace(stats, seconds=time.perf_counter() - started)
-            return ItemResult(item, tuple(findings), tuple(issues), stats, tuple(sorted(timer.totals.items())))
-        parquet = (footers or FooterCache()).get(shard)
-        timer.add("read", started)
-        if item.row_group == FOOTER:
-            findings, issues, stats = scanner.scan_footer(shard.display, parquet, timer)
-        else:
-            findings, issues, stats = scanner.scan_row_group(shard, parquet, item.row_group, timer)
-    except ShardReadError as err:
-        issue = ScanIssue(shard.display, IssueKind.UNREADABLE, err.reason, row_group=row_group)
-        return ItemResult(item, issues=(issue,), stats=ScanStats(seconds=time.perf_counter() - started),
-                          timings=tuple(sorted(timer.totals.items())))
-    except Exception as exc:  # fail closed: an engine bug makes the item incomplete, not the run a crash
-        issue = ScanIssue(shard.display, IssueKind.UNREADABLE, f"internal error ({describe_exception(exc)})", row_group)
-        return ItemResult(item, issues=(issue,), stats=ScanStats(seconds=time.perf_counter() - started))
-    stats = replace(stats, seconds=time.perf_counter() - started)
-    return ItemResult(item, tuple(findings), tuple(issues), stats, tuple(sorted(timer.totals.items())))
-
-
-def assemble(plan: ShardPlan, results: Iterable[ItemResult], finding_cap: int | None = None) -> ShardResult:
-    """One shard's ShardResult from its plan and its items' results (in item order).
-
-    With ``finding_cap`` (``Scanner.shard_finding_cap``), findings beyond it are aggregated and
-    the shard gets a "truncated" issue (see ``engine.cap_shard_findings``).
-    """
-    if plan.issue is not None:
-        return ShardResult(plan.shard.display, ScanStats(shards=1, seconds=plan.seconds), (), (plan.issue,))
-    findings: list[Finding] = []
-    issues: list[ScanIssue] = []
-    stats = ScanStats(shards=1, seconds=plan.seconds)
-    timings: dict[str, float] = {"read": plan.seconds}
-    results = list(results)
-    # A row group its own item could not read is reported once, by that item: the footer item's
-    # page checks of the same row group describe the same damage.
-    failed = {i.row_group for r in results if r.item.row_group != FOOTER for i in r.issues if i.row_group is not None}
-    for result in results:
-        findings += result.findings
-        issues += [i for i in result.issues if result.item.row_group != FOOTER or i.row_group not in failed]
-        stats += result.stats
-        for stage, seconds in result.timings:
-            timings[stage] = timings.get(stage, 0.0) + seconds
-    if finding_cap is not None:
-        findings, truncated = cap_shard_findings(findings, finding_cap, plan.shard.display)
-        issues += truncated
-    return ShardResult(
-        plan.shard.display,
-        stats,
-        tuple(sorted(_without_shadowed_statistics(findings), key=Finding.sort_key)),
-        tuple(_without_shadowed_statistics_issues(issues)),
-        tuple(sorted(timings.items())),
-    )
-
-
-def _without_shadowed_statistics(findings: list[Finding]) -> list[Finding]:
-    """Drop findings in column statistics whose secret was also found in the shard's cells.
-
-    Statistics repeat cell values; a secret found in both is one secret, reported where it can be
-    fixed (its cell: rewriting the shard rewrites the statistics). A secret found only in the
-    statistics (its cell is gone, or was never read) stays reported there.
-    """
-    in_cells = {f.fingerprint for f in findings if not f.location.column.startswith(STATISTICS_PREFIX)}
-    return [f for f in findings
-            if not (f.location.column.startswith(STATISTICS_PREFIX) and f.fingerprint in in_cells)]
-
-
-def _without_shadowed_statistics_issues(issues: list[ScanIssue]) -> list[ScanIssue]:
-    """Drop limit hits in column statistics that a cell of the shard already hit the same way: the
-    statistics repeat cell values, and the cell's issue already makes the scan incomplete."""
-    in_cells = {(i.kind, i.message) for i in issues if not (i.column or "").startswith(STATISTICS_PREFIX)}
-    return [i for i in issues
-            if not ((i.column or "").startswith(STATISTICS_PREFIX) and (i.kind, i.message) in in_cells)]
 
 
 # ---- running items -------------------------------------------------------------------------------
@@ -250,7 +87,7 @@ def _worker_main(conn: Connection, scanner: Scanner) -> None:
         conn.send((index, scan_item(scanner, item, footers)))
 
 
-def _context() -> BaseContext:
+def _context() -> ForkContext | ForkServerContext | SpawnContext:
     """How worker processes start: ``fork`` on Linux, else ``forkserver``/``spawn``.
 
     fork starts a worker in milliseconds with every module already imported (forkserver and spawn
@@ -267,7 +104,8 @@ def _context() -> BaseContext:
         method = "fork" if sys.platform == "linux" and "fork" in methods else (
             "forkserver" if "forkserver" in methods else "spawn"
         )
-    return multiprocessing.get_context(method)
+    # (typeshed types get_context(str) as the BaseContext, which lacks Process; it is one of these three.)
+    return cast("ForkContext | ForkServerContext | SpawnContext", multiprocessing.get_context(method))
 
 
 @contextmanager
@@ -289,7 +127,7 @@ def _frozen_heap() -> Iterator[None]:
             gc.unfreeze()
 
 
-def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Iterator[ItemResult]:
+def run_items(scanner: Scanner, items: list[WorkItem], jobs: int = 1) -> Generator[ItemResult, None, None]:
     """Scan work items and yield their results in item order, using up to ``jobs`` processes.
 
     If a worker process dies (killed for memory, or a crash inside a native library), the item
@@ -353,15 +191,18 @@ class _WorkerPool:
                             rest = todo.popleft()
                             done[rest] = _died(items[rest])
                         break
-                    for conn in multiprocessing.connection.wait(list(workers)):
-                        self._receive(conn, workers, todo, items, done)
+                    for ready in multiprocessing.connection.wait(list(workers)):
+                        # (wait returns what it was given: these connections)
+                        self._receive(cast("Connection", ready), workers, todo, items, done)
                 yield done.pop(index)
             finished = True
         finally:
             self._stop(workers, finished)
 
-    def _feed(self, conn: Connection, workers: dict, todo: deque[int], items: list[WorkItem],
-              done: dict[int, ItemResult]) -> None:
+    def _feed(
+        self, conn: Connection, workers: dict[Connection, tuple[BaseProcess, list[int]]], todo: deque[int],
+        items: list[WorkItem], done: dict[int, ItemResult],
+    ) -> None:
         """Top up a worker's items to IN_FLIGHT, in item order."""
         held = workers[conn][1]
         while len(held) < self.IN_FLIGHT and todo:
@@ -374,8 +215,10 @@ class _WorkerPool:
                 return
             held.append(index)
 
-    def _receive(self, conn: Connection, workers: dict, todo: deque[int], items: list[WorkItem],
-                 done: dict[int, ItemResult]) -> None:
+    def _receive(
+        self, conn: Connection, workers: dict[Connection, tuple[BaseProcess, list[int]]], todo: deque[int],
+        items: list[WorkItem], done: dict[int, ItemResult],
+    ) -> None:
         if conn not in workers:
             return
         try:
@@ -390,8 +233,10 @@ class _WorkerPool:
         self._feed(conn, workers, todo, items, done)
 
     @staticmethod
-    def _bury(conn: Connection, workers: dict, todo: deque[int], done: dict[int, ItemResult],
-              items: list[WorkItem]) -> None:
+    def _bury(
+        conn: Connection, workers: dict[Connection, tuple[BaseProcess, list[int]]], todo: deque[int],
+        done: dict[int, ItemResult], items: list[WorkItem],
+    ) -> None:
         """A dead worker: the item it was scanning (the first it held) is unreadable, the ones it
         had waiting go back to the front of the queue; its pipe is closed."""
         process, held = workers.pop(conn)
@@ -402,14 +247,12 @@ class _WorkerPool:
         process.join(timeout=1)
 
     @staticmethod
-    def _stop(workers: dict, finished: bool) -> None:
+    def _stop(workers: dict[Connection, tuple[BaseProcess, list[int]]], finished: bool) -> None:
         """Stop every worker: idle ones are told to, and a scan cut short (Ctrl-C, an error while
         reading results) ends the ones still scanning at once. None is left behind."""
         for conn in workers:
-            try:
+            with suppress(OSError, ValueError):
                 conn.send(None)
-            except (OSError, ValueError):
-                pass
         for conn, (process, _held) in workers.items():
             process.join(timeout=5 if finished else 0)
             if process.is_alive():
@@ -424,7 +267,7 @@ def _died(item: WorkItem) -> ItemResult:
     return ItemResult(item, issues=(ScanIssue(item.shard.display, IssueKind.UNREADABLE, reason, row_group),))
 
 
-def scan_shards(
+def run_local(
     shards: list[ShardRef],
     scanner: Scanner,
     jobs: int = 1,
@@ -455,22 +298,3 @@ def _collect(
         if on_shard:
             on_shard(result)
     return out
-
-
-def log_shard(result: ShardResult, cached: bool = False) -> None:
-    """Log a shard's counts (-v), findings (-vv) and problems, whether it was scanned or replayed
-    from the result cache. Locations, counts and reasons only: log lines end up in CI logs."""
-    s = result.stats
-    log.info("%s: %d row group(s), %d rows, %d cells, %d candidate cells, %d finding(s)%s",
-             result.shard, s.row_groups, s.rows, s.cells, s.candidate_cells, len(result.findings),
-             " (from cache)" if cached else "")
-    for finding in result.findings:
-        loc = finding.location
-        log.debug("%s row %d %s: %s %s (%s)", loc.shard, loc.row, loc.column, finding.rule_id, finding.preview,
-                  finding.verdict)
-    for issue in result.issues:
-        where = "".join(
-            f" {label} {value}" for label, value in (("row group", issue.row_group), ("row", issue.row)) if value is not None
-        )
-        log.warning("%s%s%s: [%s] %s", issue.shard, where, f" {issue.column}" if issue.column else "", issue.kind,
-                    issue.message)

@@ -36,14 +36,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from shardscan.engine import Scanner, _Timer
 from shardscan.errors import ShardReadError, describe_exception
-from shardscan.model import Finding, IssueKind, ScanIssue, ScanStats
+from shardscan.model import BatchResult, Finding, IssueKind, NotScanned, ScanIssue, ScanStats
 from shardscan.reader.cells import LeafCells
-from shardscan.reader.discovery import NotScanned, classify, format_by_suffix
+from shardscan.reader.discovery import classify, format_by_suffix
 from shardscan.reader.exclude import compile_patterns, default_exclusion, matches
 from shardscan.reader.parquet import RowGroupBatch, batch_from_table
 from shardscan.reader.sources import ShardRef
+from shardscan.scanning.protocol import ShardScanner
+from shardscan.scanning.values import Timer
 
 TEXT_COLUMN = "__text__"
 CHUNK_LINES = 64
@@ -61,8 +62,6 @@ MAX_ARCHIVE_DEPTH = 3
 _BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{1,64}-----")
 _END = re.compile(r"-----END [A-Z0-9 ]{1,64}-----")
 _UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f]")
-
-Scanned = tuple[list[Finding], list[ScanIssue], ScanStats]
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,19 +245,19 @@ def _char_boundary(data: bytes, index: int) -> int:
     return index
 
 
-def scan_text_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+def scan_text_file(scanner: ShardScanner, shard: ShardRef, timer: Timer | None = None) -> BatchResult:
     """Scan a text file in bounded batches of cells; findings placed at their line (see module doc)."""
-    timer = timer or _Timer()
+    timer = timer or Timer()
     stream = shard.open_stream()
     issues: list[ScanIssue] = []
     cells_in: Iterator[TextCell | int] = text_cells(_chunks(stream, shard, issues))
     return _scan_cells(scanner, shard, cells_in, timer, issues)
 
 
-def scan_utf16_text_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+def scan_utf16_text_file(scanner: ShardScanner, shard: ShardRef, timer: Timer | None = None) -> BatchResult:
     """Scan a UTF-16 text file (with a byte order mark) like any text file, transcoded to UTF-8 as it
     streams (offsets are characters either way)."""
-    timer = timer or _Timer()
+    timer = timer or Timer()
     stream = shard.open_stream()
     issues: list[ScanIssue] = []
     decoder = codecs.getincrementaldecoder("utf-16")("replace")
@@ -276,9 +275,9 @@ def _chunks(stream: pa.NativeFile, shard: ShardRef, issues: list[ScanIssue]) -> 
 
 
 def _scan_cells(
-    scanner: Scanner, shard: ShardRef, cells: Iterator[TextCell | int], timer: _Timer, issues: list[ScanIssue]
-) -> Scanned:
-    findings: dict[tuple, Finding] = {}
+    scanner: ShardScanner, shard: ShardRef, cells: Iterator[TextCell | int], timer: Timer, issues: list[ScanIssue]
+) -> BatchResult:
+    findings: dict[tuple[object, ...], Finding] = {}
     stats = ScanStats()
     batch: list[TextCell] = []
     chars = 0
@@ -299,26 +298,26 @@ def _scan_cells(
     if batch:
         stats += _scan_text_batch(scanner, shard, batch, index, timer, findings, issues)
     stats = replace(stats, rows=lines)
-    return sorted(findings.values(), key=Finding.sort_key), issues, stats
+    return BatchResult(tuple(sorted(findings.values(), key=Finding.sort_key)), tuple(issues), stats)
 
 
 def _scan_text_batch(
-    scanner: Scanner, shard: ShardRef, cells: list[TextCell], index: int, timer: _Timer,
-    findings: dict[tuple, Finding], issues: list[ScanIssue],
+    scanner: ShardScanner, shard: ShardRef, cells: list[TextCell], index: int, timer: Timer,
+    findings: dict[tuple[object, ...], Finding], issues: list[ScanIssue],
 ) -> ScanStats:
     """Scan cells as one batch (row = the cell's index), then place findings and issues at their lines."""
     leaf = LeafCells(TEXT_COLUMN, pa.array([c.text for c in cells], pa.large_string()),
                      np.arange(len(cells), dtype=np.int64))
     batch = RowGroupBatch(index=index, row_offset=0, num_rows=0, leaves=(leaf,))
-    found, problems, stats = scanner.scan_batch(batch, shard.display, timer)
-    for finding in found:
+    found = scanner.scan_batch(batch, shard.display, timer)
+    for finding in found.findings:
         placed = place(finding, cells[finding.location.row])
         # Overlapping cells find a secret in their shared lines twice, at the same place.
         findings.setdefault(placed.sort_key(), placed)
-    for issue in problems:
+    for issue in found.issues:
         cell = cells[issue.row] if issue.row is not None and 0 <= issue.row < len(cells) else None
         issues.append(replace(issue, row_group=None, row=cell.line if cell else None))
-    return replace(stats, row_groups=0)
+    return replace(found.stats, row_groups=0)
 
 
 def place(finding: Finding, cell: TextCell) -> Finding:
@@ -334,9 +333,9 @@ def place(finding: Finding, cell: TextCell) -> Finding:
 # ---- CSV / TSV ----------------------------------------------------------------------------------
 
 
-def scan_csv_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+def scan_csv_file(scanner: ShardScanner, shard: ShardRef, timer: Timer | None = None) -> BatchResult:
     """Scan a CSV (or TSV) file: cells by header name, rows from 0 after the header; falls back to text."""
-    timer = timer or _Timer()
+    timer = timer or Timer()
     delimiter = "\t" if shard.format == "tsv" else ","
     try:
         return _scan_csv(scanner, shard, delimiter, timer)
@@ -348,7 +347,7 @@ def scan_csv_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None
         return scan_text_file(scanner, shard, timer)
 
 
-def _scan_csv(scanner: Scanner, shard: ShardRef, delimiter: str, timer: _Timer) -> Scanned:
+def _scan_csv(scanner: ShardScanner, shard: ShardRef, delimiter: str, timer: Timer) -> BatchResult:
     read = pacsv.ReadOptions(block_size=1 << 20)
     parse = pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True)
     with shard.open_stream() as stream:
@@ -365,25 +364,25 @@ def _scan_csv(scanner: Scanner, shard: ShardRef, delimiter: str, timer: _Timer) 
         reader = pacsv.open_csv(stream, read_options=read, parse_options=parse, convert_options=convert)
         for index, record_batch in enumerate(reader):
             batch = batch_from_table(pa.Table.from_batches([record_batch]), index, offset)
-            f, i, s = scanner.scan_batch(batch, shard.display, timer)
-            findings += f
-            issues += i
-            stats += s
+            found = scanner.scan_batch(batch, shard.display, timer)
+            findings += found.findings
+            issues += found.issues
+            stats += found.stats
             offset += record_batch.num_rows
-    return sorted(findings, key=Finding.sort_key), issues, stats
+    return BatchResult(tuple(sorted(findings, key=Finding.sort_key)), tuple(issues), stats)
 
 
 # ---- tar ----------------------------------------------------------------------------------------
 
 
-def scan_tar_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None) -> Scanned:
+def scan_tar_file(scanner: ShardScanner, shard: ShardRef, timer: Timer | None = None) -> BatchResult:
     """Scan every regular member of a tar archive as a file of its own (see the module doc)."""
     findings: list[Finding] = []
     issues: list[ScanIssue] = []
     stats = ScanStats()
     if shard.display.count("!/") >= MAX_ARCHIVE_DEPTH:
         reason = f"archive nested {MAX_ARCHIVE_DEPTH} levels deep inside other archives: not read"
-        return [], [ScanIssue(shard.display, IssueKind.LIMIT, reason)], stats
+        return BatchResult(issues=(ScanIssue(shard.display, IssueKind.LIMIT, reason),))
     patterns = compile_patterns(list(shard.exclude))
     members = 0
     with tempfile.TemporaryDirectory(prefix="shardscan-tar-") as folder, shard.open_stream() as stream:
@@ -406,20 +405,20 @@ def scan_tar_file(scanner: Scanner, shard: ShardRef, timer: _Timer | None = None
                     issues.append(ScanIssue(display, IssueKind.LIMIT, f"member of {member.size} bytes is over the "
                                             f"{MAX_MEMBER_BYTES >> 30} GiB member limit: not read"))
                     continue
-                f, i, s = _scan_member(scanner, archive, member, display, folder, shard)
-                findings += f
-                issues += i
-                stats += s
+                found = _scan_member(scanner, archive, member, display, folder, shard)
+                findings += found.findings
+                issues += found.issues
+                stats += found.stats
             archive.close()
         except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
             issues.append(ScanIssue(shard.display, IssueKind.UNREADABLE,
                                     f"not a readable tar archive ({describe_exception(exc)})"))
-    return sorted(findings, key=Finding.sort_key), issues, stats
+    return BatchResult(tuple(sorted(findings, key=Finding.sort_key)), tuple(issues), stats)
 
 
 def _scan_member(
-    scanner: Scanner, archive: tarfile.TarFile, member: tarfile.TarInfo, display: str, folder: str, shard: ShardRef
-) -> Scanned:
+    scanner: ShardScanner, archive: tarfile.TarFile, member: tarfile.TarInfo, display: str, folder: str, shard: ShardRef
+) -> BatchResult:
     source = archive.extractfile(member)
     assert source is not None  # a regular file always has content
     path = os.path.join(folder, "member")
@@ -430,15 +429,15 @@ def _scan_member(
         ref = ShardRef(display=display, path=path, format=format_by_suffix(member.name), exclude=shard.exclude)
         classified = classify(ref)
         if isinstance(classified, NotScanned):
-            return [], [ScanIssue(display, IssueKind.NOT_SCANNED, classified.reason)], ScanStats()
+            return BatchResult(issues=(ScanIssue(display, IssueKind.NOT_SCANNED, classified.reason),))
         result = scanner.scan_shard(classified)
     finally:
         os.unlink(path)
-    return list(result.findings), list(result.issues), replace(result.stats, shards=0, seconds=0.0)
+    return BatchResult(result.findings, result.issues, replace(result.stats, shards=0, seconds=0.0))
 
 
 # What each non-columnar format is scanned with (the columnar ones go through shardscan.reader.formats).
-FILE_SCANNERS: dict[str, Callable[[Scanner, ShardRef, _Timer | None], Scanned]] = {
+FILE_SCANNERS: dict[str, Callable[[ShardScanner, ShardRef, Timer | None], BatchResult]] = {
     "text": scan_text_file,
     "text-utf16": scan_utf16_text_file,
     "csv": scan_csv_file,

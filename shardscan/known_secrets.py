@@ -86,7 +86,9 @@ def _sha256(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def load_known_secrets(paths: Iterable[str | Path], environ: Mapping[str, str] | None = None) -> tuple[KnownSecret, ...]:
+def load_known_secrets(
+    paths: Iterable[str | Path], environ: Mapping[str, str] | None = None
+) -> tuple[KnownSecret, ...]:
     """Read known-secrets files into entries (deduplicated by fingerprint, in file order).
 
     Raises ConfigError naming the file, line and entry (never a value) for an unreadable file, an

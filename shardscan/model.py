@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from operator import attrgetter
@@ -235,6 +236,30 @@ class ScanStats:
 
             cache_rejected=self.cache_rejected + other.cache_rejected,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """What scanning part of a shard gave (a batch, a row group, a stream, a file): findings, issues, counts."""
+
+    findings: tuple[Finding, ...] = ()
+    issues: tuple[ScanIssue, ...] = ()
+    stats: ScanStats = field(default_factory=ScanStats)
+
+    def __add__(self, other: BatchResult) -> BatchResult:
+        return BatchResult(self.findings + other.findings, self.issues + other.issues, self.stats + other.stats)
+
+    @staticmethod
+    def total(parts: Iterable[BatchResult]) -> BatchResult:
+        """The sum of ``parts`` in order, in time linear in their findings (``+`` in a loop copies each time)."""
+        findings: list[Finding] = []
+        issues: list[ScanIssue] = []
+        stats = ScanStats()
+        for part in parts:
+            findings += part.findings
+            issues += part.issues
+            stats += part.stats
+        return BatchResult(tuple(findings), tuple(issues), stats)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,11 +19,11 @@ from functools import lru_cache
 from typing import Any
 
 try:  # the stdlib parser of ``re`` patterns (private, but stable across 3.11-3.13)
-    import re._constants as _c
-    import re._parser as _parser
+    import re._constants as _c  # type: ignore[import-not-found]  # (private: typeshed has no stub)
+    import re._parser as _parser  # type: ignore[import-not-found]  # (private: typeshed has no stub)
 except ImportError:  # pragma: no cover (older layouts)
-    _parser = None  # type: ignore[assignment]
-    _c = None  # type: ignore[assignment]
+    _parser = None
+    _c = None
 
 # RE2 refuses counted repeats above 1000 and large ones inflate its program; above this bound a
 # repeat is widened to "at least this many" (a superset).
@@ -68,14 +68,14 @@ def relax(source: str, *, open_ranges: bool = False) -> str | None:
 
 
 @lru_cache(maxsize=256)
-def _trimmed(source: str) -> tuple[list, int]:
+def _trimmed(source: str) -> tuple[list[Any], int]:
     """The parsed pattern's trimmed top-level sequence and its flags (parsed once for both forms;
     nothing downstream modifies them)."""
     parsed = _parser.parse(source)
     return _trim(parsed.data, parsed.state), parsed.state.flags
 
 
-def _trim(items: Any, state: Any) -> list:
+def _trim(items: Any, state: Any) -> list[Any]:
     """The smallest top-level sequence whose presence in a text is implied by the pattern's.
 
     A text contains a match of ``A B?`` iff it contains a match of ``A``, and one of ``A X{8,}``
@@ -86,8 +86,9 @@ def _trim(items: Any, state: Any) -> list:
     if len(seq) == 1 and seq[0][0] is _c.SUBPATTERN and seq[0][1][1] == 0 and seq[0][1][2] == 0:
         return _trim(seq[0][1][3], state)  # a group around everything (usually ``(?P<secret>...)``)
 
-    def min_width(item: tuple) -> int:
-        return _parser.SubPattern(state, [item]).getwidth()[0]
+    def min_width(item: tuple[Any, ...]) -> int:
+        width: int = _parser.SubPattern(state, [item]).getwidth()[0]
+        return width
 
     while seq and min_width(seq[0]) == 0:
         seq.pop(0)
@@ -135,8 +136,8 @@ def _node(op: Any, av: Any, flags: int) -> str:  # noqa: C901 (one case per opco
         low, high, body = av
         inner = "(?:" + _emit(body, flags) + ")"
         if high is _c.MAXREPEAT or high > _MAX_COUNT or (flags & _OPEN_RANGES and high > low + 1):
-            return inner + "{%d,}" % min(low, _MAX_COUNT)
-        return inner + "{%d,%d}" % (low, high)
+            return inner + f"{{{min(low, _MAX_COUNT)},}}"
+        return inner + f"{{{low},{high}}}"
     if op in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
         return ""  # assertions only narrow a match: dropping them keeps a superset
     raise _Unrelaxable(str(op))
@@ -147,10 +148,10 @@ def _char(code: int) -> str:
         raise _Unrelaxable("surrogate")
     if code < 128 and chr(code).isalnum():
         return chr(code)
-    return "\\x{%x}" % code
+    return f"\\x{{{code:x}}}"
 
 
-def _charset(items: list) -> str:
+def _charset(items: list[Any]) -> str:
     negate = False
     parts: list[str] = []
     for op, av in items:

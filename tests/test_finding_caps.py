@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import shardscan.engine as engine
+import shardscan.scanning.verification as verification
 from shardscan.api import scan_table
 from shardscan.engine import Scanner, ScanOptions
 from shardscan.model import ScanIssue
@@ -85,13 +86,13 @@ def test_aggregation_never_hides_a_blocking_finding():
 
 def test_verification_is_memoised_per_distinct_value(monkeypatch):
     calls: list[str] = []
-    real = engine.verify_candidate
+    real = verification.verify_candidate
 
     def counting(cand, names, context):
         calls.append(cand.secret)
         return real(cand, names, context)
 
-    monkeypatch.setattr(engine, "verify_candidate", counting)
+    monkeypatch.setattr(verification, "verify_candidate", counting)
     tokens = [github_token(random.Random(f"m{i}")) for i in range(40)]
     scanner = Scanner(RULESET, options(max_findings_per_cell=10))
     findings, limits = scanner.scan_text(" ".join(tokens + lookalikes(200)))
@@ -143,21 +144,26 @@ def test_per_shard_cap_aggregates_by_rule_verdict_and_column(tmp_path):
     table = pa.table({"a": rows, "b": rows})
     report = scan_table(table, "s.parquet", options=options(max_findings_per_shard=12))
     assert sum(f.count for f in report.findings) == 60
-    assert sorted((f.location.column, str(f.verdict), f.count, f.location.row) for f in report.findings if f.count > 1) == [
+    aggregated = [f for f in report.findings if f.count > 1]
+    assert sorted((f.location.column, str(f.verdict), f.count, f.location.row) for f in aggregated) == [
         ("a", "invalid", 24, 5), ("b", "invalid", 24, 5),
     ]
     assert sorted((f.location.row, f.location.column) for f in report.findings if str(f.verdict) == "valid") == [
         (17, "a"), (17, "b"),
     ]
     assert [(i.kind, i.row, i.column) for i in report.issues] == [("truncated", None, None)]
-    assert report.issues[0].message.startswith("findings: 60 in this shard (60 counted), more than the cap of 12 per shard")
+    assert report.issues[0].message.startswith(
+        "findings: 60 in this shard (60 counted), more than the cap of 12 per shard"
+    )
 
 
 def test_the_memory_budget_bounds_the_findings_kept():
     small = Scanner(RULESET, ScanOptions(memory_budget=64 * 1024**2))
-    assert small.shard_finding_cap() == 64 * 1024**2 // (engine.MEMORY_PER_FINDING * engine.FINDINGS_BUDGET_SHARE) == 2048
+    per_finding = engine.MEMORY_PER_FINDING * engine.FINDINGS_BUDGET_SHARE
+    assert small.shard_finding_cap() == 64 * 1024**2 // per_finding == 2048
     assert small.cell_finding_cap() == 1000
-    assert Scanner(RULESET, ScanOptions(memory_budget=16 * 1024**2)).shard_finding_cap() == engine.MIN_FINDINGS_BY_MEMORY
+    tiny = Scanner(RULESET, ScanOptions(memory_budget=16 * 1024**2))
+    assert tiny.shard_finding_cap() == engine.MIN_FINDINGS_BY_MEMORY
     assert Scanner(RULESET).shard_finding_cap() == engine.DEFAULT_MAX_FINDINGS_PER_SHARD
 
 

@@ -87,13 +87,14 @@ def test_lines_that_only_look_wrapped_are_read_once():
 def test_a_cell_of_thousands_of_tokens_is_deduplicated_without_comparing_every_pair(monkeypatch):
     """Deduplication and context redaction index the matches: a cell holding N tokens must not cost
     N x N comparisons (a hostile cell of 30,000 tokens would otherwise take minutes)."""
-    from shardscan import engine, redaction
+    from shardscan import redaction
+    from shardscan.scanning import resolve
 
     tokens = [expand("{{hf}}" if i % 2 else "{{github:ghp_}}", seed=f"many-{i}") for i in range(2000)]
     text = "\n".join(f"TOKEN={token}" for token in tokens)
     inside_calls = []
-    real_inside = engine._inside
-    monkeypatch.setattr(engine, "_inside", lambda item, outer: inside_calls.append(1) or real_inside(item, outer))
+    real_inside = resolve._inside
+    monkeypatch.setattr(resolve, "_inside", lambda item, outer: inside_calls.append(1) or real_inside(item, outer))
     # (Above the default cap of findings listed per cell, which would aggregate most of them.)
     findings, _ = Scanner(load_ruleset(), ScanOptions(max_findings_per_cell=5000)).scan_text(text)
     assert [text[f.start : f.end] for f in findings] == tokens

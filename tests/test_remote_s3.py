@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import shardscan
-from shardscan.api import scan_shards
+from shardscan.run import run_shards as scan_shards
 from shardscan.engine import Scanner
 from shardscan.reader import discover
 from shardscan.ruleset import load_ruleset

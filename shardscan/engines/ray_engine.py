@@ -1,12 +1,13 @@
 """The Ray engine: the executor's (shard, row group) work items as Ray tasks, assembled in the driver.
 
 The driver discovers shards (listing object stores is cheap); one task per shard plans its work
-items (``executor.plan_shard``: Parquet row groups plus the footer's metadata; a JSONL or Arrow
-stream, a text or CSV file, a tar archive with all its members is one item); one task per item scans it with ``executor.scan_item`` and the same Scanner
-the local engine uses; the driver assembles each shard's results in item order
-(``executor.assemble``). Findings, issues and counts are therefore identical to a local scan. A
-task that fails (worker died, object lost, out of memory) becomes an "unreadable" issue for its
-item: exit code 3, never a crash and never a silently missing shard.
+items (``scanning.items.plan_shard``: Parquet row groups plus the footer's metadata; a JSONL or
+Arrow stream, a text or CSV file, a tar archive with all its members is one item); one task per
+item scans it with ``scanning.items.scan_item`` and the same Scanner the local engine uses; the
+driver assembles each shard's results in item order (``scanning.items.assemble``). Findings, issues
+and counts are therefore identical to a local scan. A task that fails (worker died, object lost,
+out of memory) becomes an "unreadable" issue for its item: exit code 3, never a crash and never a
+silently missing shard.
 
 Workers must be able to import shardscan and reach the shards: install shardscan in the
 cluster's image (or ``ray job submit --runtime-env-json '{"pip": ["shardscan"]}'``) and scan
@@ -18,10 +19,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 from shardscan.engine import Scanner
 from shardscan.errors import ConfigError, describe_exception
-from shardscan.executor import (
+from shardscan.model import IssueKind, ScanIssue, ShardResult
+from shardscan.reader.sources import ShardRef
+from shardscan.scanning.items import (
     FOOTER,
     STREAM,
     FooterCache,
@@ -32,8 +36,6 @@ from shardscan.executor import (
     plan_shard,
     scan_item,
 )
-from shardscan.model import IssueKind, ScanIssue, ShardResult
-from shardscan.reader.sources import ShardRef
 
 INSTALL_HINT = "the ray engine needs Ray: pip install 'shardscan[ray]' (or pip install ray)"
 
@@ -52,7 +54,7 @@ def require_ray() -> ModuleType:
     return ray
 
 
-def scan_item_in_worker(boxed_scanner: list, item: WorkItem) -> ItemResult:
+def scan_item_in_worker(boxed_scanner: list[Any], item: WorkItem) -> ItemResult:
     """A Ray task: scan one work item. The Scanner's object ref comes boxed in a list so that Ray
     does not resolve it for every task; each worker fetches it once per scan."""
     global _worker_scanner
@@ -64,7 +66,7 @@ def scan_item_in_worker(boxed_scanner: list, item: WorkItem) -> ItemResult:
     return scan_item(_worker_scanner[1], item, _worker_footers)
 
 
-def scan_shards_ray(
+def run_ray(
     shards: list[ShardRef],
     scanner: Scanner,
     *,
@@ -96,7 +98,7 @@ def _run(
     boxed = [ray.put(scanner)]
     plan_refs = [plan_task.remote(shard) for shard in shards]
     submitted: list[tuple[ShardPlan, list[tuple[WorkItem, object]]]] = []
-    for shard, plan_ref in zip(shards, plan_refs):
+    for shard, plan_ref in zip(shards, plan_refs, strict=True):
         try:
             plan = ray.get(plan_ref)
         except Exception as exc:  # the planning task itself failed (worker died): the shard is unread
@@ -111,7 +113,8 @@ def _run(
                 item_results.append(ray.get(ref))
             except Exception as exc:  # RayTaskError, WorkerCrashedError, ObjectLostError...
                 row_group = None if item.row_group in (FOOTER, STREAM) else item.row_group
-                issue = ScanIssue(item.shard.display, IssueKind.UNREADABLE, f"ray task failed ({describe_exception(exc)})", row_group)
+                reason = f"ray task failed ({describe_exception(exc)})"
+                issue = ScanIssue(item.shard.display, IssueKind.UNREADABLE, reason, row_group)
                 item_results.append(ItemResult(item, issues=(issue,)))
         result = assemble(plan, item_results, scanner.shard_finding_cap())
         results.append(result)
