@@ -48,8 +48,8 @@ def test_every_format_matches_its_golden_file(name: str, fmt: str) -> None:
     assert path.is_file(), f"no golden file {path.relative_to(DATA.parent)}: run {REGENERATE}"
     # Bytes, not text: reading text would translate line endings a reporter must not emit.
     expected = path.read_bytes()
-    assert data.decode("utf-8") == expected.decode("utf-8"), f"{name} {fmt} differs from its golden file; if the " \
-        f"change is intended, run {REGENERATE} and review the diff"
+    hint = f"{name} {fmt} differs from its golden file; if the change is intended, run {REGENERATE} and review the diff"
+    assert data.decode("utf-8") == expected.decode("utf-8"), hint
 
 
 def test_the_golden_folder_holds_only_current_reports() -> None:
