@@ -83,6 +83,7 @@ def near_misses(rules: Sequence, seed: int, per_example: int = 6) -> list[str]:
                 cut = rng.randrange(len(text) + 1)
                 inserted = rng.choice(["", "x", "_", " ", "é", "\n", "=", ".", "\u00a0", "日本"])
                 texts.append(text[:cut] + inserted + text[cut:])
-            texts += [text, "é" + text + "é", text.upper(), text.lower(), f"({text})", f"{text}\u2028", text[: len(text) // 2]]
+            texts += [text, "é" + text + "é", text.upper(), text.lower(), f"({text})", f"{text}\u2028",
+                      text[: len(text) // 2]]
     return texts
 

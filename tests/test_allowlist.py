@@ -134,6 +134,7 @@ def test_globs_only_know_star_and_question_mark():
 # ---- states: matched, stale, expired ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_stale_and_expired_entries_are_reported_and_expired_ones_stop_accepting(tmp_path, ruleset, options):
     data = tmp_path / "data"
     write_trace_shard(data / "s.parquet", [trace_row(instruction=f"T={TOKEN}"), trace_row(instruction=f"H={OTHER}")])
@@ -176,6 +177,7 @@ def cli(tmp_path, monkeypatch):
     return invoke
 
 
+@pytest.mark.slow
 def test_fail_on_stale_changes_the_exit_code_and_default_file_is_found(tmp_path, cli):
     data = tmp_path / "data"
     write_trace_shard(data / "s.parquet", [trace_row(instruction=f"T={TOKEN}")])

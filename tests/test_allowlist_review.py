@@ -19,6 +19,9 @@ from shardscan.redaction import fingerprint
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
 
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 TOKENS = [expand("{{github:ghp_}}", seed=f"review-{i}") for i in range(3)]
 FPS = [fingerprint(t) for t in TOKENS]

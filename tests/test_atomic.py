@@ -148,6 +148,7 @@ def _unwritable(tmp_path: Path, case: str, name: str) -> Path:
     return tmp_path / "no" / "such" / name  # missing folders: not created unless --mkdir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["proc", "under-a-file", "missing-folder"])
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_an_unwritable_report_is_exit_2_naming_it_and_leaves_nothing(tmp_path: Path, fmt: str, case: str):
@@ -173,6 +174,7 @@ def test_mkdir_creates_the_report_folders(tmp_path: Path):
     assert target.is_file() and _files(target.parent) == ["r.json"]
 
 
+@pytest.mark.slow
 def test_gate_report_dir_that_cannot_be_created_is_exit_2(tmp_path: Path):
     data = _dirty(tmp_path / "data")
     for report_dir in (Path("/proc/shardscan-reports"), _unwritable(tmp_path, "under-a-file", "reports")):
@@ -193,6 +195,7 @@ def test_redact_out_that_cannot_be_written_is_exit_2_before_any_work(tmp_path: P
     assert _files(tmp_path) == sorted(["data", *(["a-file"] if case == "under-a-file" else [])])
 
 
+@pytest.mark.slow
 def test_allowlist_add_to_a_missing_folder_is_exit_2(tmp_path: Path):
     data = _dirty(tmp_path / "data")
     report = tmp_path / "r.json"
@@ -206,6 +209,7 @@ def test_allowlist_add_to_a_missing_folder_is_exit_2(tmp_path: Path):
     assert not (tmp_path / "missing").exists()
 
 
+@pytest.mark.slow
 def test_review_into_a_missing_folder_is_exit_2(tmp_path: Path):
     data = _dirty(tmp_path / "data")
     report = tmp_path / "r.json"
@@ -225,6 +229,7 @@ def test_an_unwritable_cache_dir_given_by_the_user_is_exit_2(tmp_path: Path):
     assert result.exit_code == 2 and "--cache-dir" in result.stderr and str(tmp_path / "a-file") in result.stderr
 
 
+@pytest.mark.slow
 def test_a_full_filesystem_under_a_report_file_is_exit_2_with_nothing_left(tmp_path: Path):
     data = _dirty(tmp_path / "data", rows=200)
     with _small_tmpfs(tmp_path / "full") as full:
@@ -237,6 +242,7 @@ def test_a_full_filesystem_under_a_report_file_is_exit_2_with_nothing_left(tmp_p
 # ---- standard output ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_standard_output_on_a_full_device_is_exit_2(tmp_path: Path):
     data = _dirty(tmp_path / "data")
     with open("/dev/full", "w") as full:
@@ -245,6 +251,7 @@ def test_standard_output_on_a_full_device_is_exit_2(tmp_path: Path):
     assert proc.stderr == "shardscan: error: standard output: cannot write: No space left on device\n"
 
 
+@pytest.mark.slow
 def test_standard_output_on_a_full_filesystem_is_exit_2_not_a_truncated_report(tmp_path: Path):
     data = _dirty(tmp_path / "data", rows=200)
     with _small_tmpfs(tmp_path / "full") as full:
@@ -254,6 +261,7 @@ def test_standard_output_on_a_full_filesystem_is_exit_2_not_a_truncated_report(t
         assert proc.stderr == "shardscan: error: standard output: cannot write: No space left on device\n"
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_is_exit_2(tmp_path: Path):
     data = _dirty(tmp_path / "data", rows=200)
     proc = subprocess.Popen([sys.executable, "-m", "shardscan.cli", "scan", str(data), "--no-allowlist", "-f", "json"],
@@ -272,6 +280,7 @@ def test_other_commands_check_standard_output_too():
     assert proc.stderr == "shardscan: error: standard output: cannot write: No space left on device\n"
 
 
+@pytest.mark.slow
 def test_redact_onto_a_full_filesystem_stops_with_exit_2_and_leaves_no_partial_copy(tmp_path: Path):
     import random
 
@@ -291,6 +300,7 @@ def test_redact_onto_a_full_filesystem_stops_with_exit_2_and_leaves_no_partial_c
     assert manifest["redactions"] == [] and [r["redactions"] for r in manifest["runs"]] == [0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("into", ["pipe", "file"])
 def test_a_report_to_dev_stdout_reaches_a_pipe_or_a_redirected_file_whole(tmp_path: Path, into: str):
     data = _dirty(tmp_path / "data")

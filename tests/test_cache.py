@@ -21,6 +21,9 @@ from shardscan.synth import expand
 from shardscan.verifiers import VERIFIERS
 from tests.conftest import trace_row, write_trace_shard
 
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 LFS_POINTER = "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 52428800\n".format("4d" * 32)
 
 

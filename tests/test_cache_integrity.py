@@ -16,6 +16,9 @@ from shardscan.synth import expand
 from tests.conftest import trace_row, write_trace_shard
 from tests.test_cache import comparable
 
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def token_shard(tmp_path: Path) -> tuple[Path, str]:

@@ -35,6 +35,7 @@ def test_help_reads_the_same_everywhere(command):
     assert all(len(line) <= 80 for line in text.splitlines()), command
 
 
+@pytest.mark.slow
 def test_global_flags():
     assert run("--version").stdout == run("version").stdout
     assert run("--version").stdout.startswith("shardscan ")
@@ -42,6 +43,7 @@ def test_global_flags():
     assert "-v, --verbose  Log progress" in help_text and "[default: 0]" not in help_text
 
 
+@pytest.mark.slow
 def test_unknown_options_suggest_only_near_misses():
     far = run("scan", "data", "--bogus")
     assert far.returncode == 2
@@ -67,6 +69,7 @@ def _corrupt_shard(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_an_unreadable_shard_is_reported_once(tmp_path):
     _corrupt_shard(tmp_path / "data")
     proc = run("scan", str(tmp_path / "data"), "--no-allowlist", "--no-cache")
@@ -75,6 +78,7 @@ def test_an_unreadable_shard_is_reported_once(tmp_path):
     assert "a.parquet" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_verbose_logs_shards_replayed_from_the_cache(tmp_path):
     from tests.conftest import trace_row, write_trace_shard
 

@@ -169,6 +169,7 @@ def test_every_family_has_a_live_cell_and_a_twin():
     assert {rule for _, rule, _ in TWINS if rule} <= rules | {"stripe-publishable-key"}
 
 
+@pytest.mark.slow
 def test_live_cells_in_a_parquet_shard_block_at_their_exact_span(tmp_path, live_cells):
     report = scan([_shard(tmp_path, "live", [cell for cell, _ in live_cells])], options=ScanOptions(now=FIXED_NOW))
     assert report.exit_code == 1
@@ -364,6 +365,7 @@ def test_no_full_secret_in_any_detail():
 # ---- every new kind through every output, the allowlist and redact (data only) --------------------
 
 
+@pytest.mark.slow
 def test_every_new_kind_in_every_format_the_allowlist_and_redact(tmp_path, live_cells):
     import subprocess
     import sys

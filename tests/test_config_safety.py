@@ -54,6 +54,7 @@ def test_every_builtin_pattern_passes_the_backtracking_check():
         assert backtracking_risk(rule.pattern_source) is None, rule.id
 
 
+@pytest.mark.slow
 def test_context_masks_a_neighbouring_secret_that_no_active_rule_reports():
     gh = expand("{{github:ghp_}}", seed="ctx-gh")
     hf = expand("{{hf}}", seed="ctx-hf")

@@ -94,6 +94,7 @@ def test_shell_prompt_splits_only_glued_prompts(text):
     assert decode_one("shell-prompt", text) == []
 
 
+@pytest.mark.slow
 def test_token_glued_to_the_next_prompt_is_found_whole():
     """A token file printed without its final newline, as a terminal capture shows it."""
     ruleset = load_ruleset()
@@ -386,6 +387,7 @@ def test_context_keywords_get_no_base64_forms(name):
         assert pc.match_substring_regex(pa.array([escaped]), pattern)[0].as_py()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text",
     [
@@ -484,6 +486,7 @@ def test_label_before_names_the_context_keyword_a_value_is_assigned_to(line, lab
     assert keywords.label_before(text, len(line)) == label
 
 
+@pytest.mark.slow
 def test_base64_value_of_a_named_secret_is_read_under_its_name():
     """A Kubernetes Secret holds the base64 of the bare value: decoded, it keeps its name."""
     secret = expand("{{aws_secret}}", seed="label-1")

@@ -169,6 +169,7 @@ def test_no_limit_hits_and_no_other_findings(scanned):
     assert sorted(by_row) == list(range(len(CASES)))
 
 
+@pytest.mark.slow
 def test_encoded_only_cells_reach_python_through_the_prefilter(scanned):
     """Cells whose keyword is only encoded (base64, fully escaped) are still candidates."""
     import pyarrow as pa

@@ -9,12 +9,16 @@ import subprocess
 import sys
 
 import pyarrow as pa
+import pytest
 
 from shardscan.api import scan, scan_table
 from shardscan.decoders import DecodeLimits
 from shardscan.engine import ScanOptions
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
+
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
 
 
 def limit_issues(report):

@@ -108,6 +108,7 @@ def test_percent_encoding_of_nested_base64_is_found():
     assert start == f_start < f_end <= start + len(quoted)
 
 
+@pytest.mark.slow
 @needs_hyperscan
 def test_token_base64_encoded_three_times_inside_a_mix_is_found():
     """percent( base64( json-escaped( base64( token ) ) ) ): four decodings, depth 4."""
@@ -131,6 +132,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           cwd=Path(__file__).resolve().parent.parent)
 
 
+@pytest.mark.slow
 @needs_hyperscan
 def test_token_encoded_beyond_the_depth_is_a_limit_hit_naming_the_cell(tmp_path):
     secret = token("deep")
@@ -186,6 +188,7 @@ def _negatives() -> list[str]:
     return cells
 
 
+@pytest.mark.slow
 def test_random_binary_images_and_base64_like_text_never_hit_the_depth_limit():
     scanner = Scanner(RULESET, ScanOptions(now=FIXED_NOW))
     for cell in _negatives():
@@ -212,6 +215,7 @@ def test_deep_forms_select_a_keyword_nested_at_every_alignment(keyword, times):
     assert prefilter.mask(pa.array(cells)).tolist() == [True] * len(cells)
 
 
+@pytest.mark.slow
 def test_deep_forms_select_no_more_random_base64_than_the_first_level():
     """4 MB of random base64 (what a screenshot or an archive looks like): the deep forms add no cell."""
     scanner = Scanner(RULESET, ScanOptions(now=FIXED_NOW))
@@ -221,6 +225,7 @@ def test_deep_forms_select_no_more_random_base64_than_the_first_level():
     assert scanner.prefilter.mask(cells).tolist() == first_level.mask(cells).tolist()
 
 
+@pytest.mark.slow
 @needs_hyperscan
 def test_deep_forms_follow_the_decoding_depth():
     """Decoding on: the structural form of base64 of base64 selects every deeper level (the same for
@@ -235,6 +240,7 @@ def test_deep_forms_follow_the_decoding_depth():
     assert nested_patterns()
 
 
+@pytest.mark.slow
 def test_the_re2_fallback_leaves_the_deep_forms_out(monkeypatch):
     monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
     with_re2 = Scanner(RULESET, ScanOptions()).prefilter

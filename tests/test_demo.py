@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 from shardscan import demo
@@ -19,6 +20,7 @@ DOCUMENTED = [
 ]
 
 
+@pytest.mark.slow
 def test_demo_finds_exactly_the_four_documented_rows(tmp_path):
     out = tmp_path / "report.json"
     result = CliRunner().invoke(app, ["demo", str(tmp_path / "ds"), "--format", "json", "--output", str(out)])

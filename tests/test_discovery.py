@@ -62,6 +62,7 @@ def json_report(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedPr
 # ---- nothing to scan ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["scan", "gate"])
 def test_an_empty_folder_is_an_incomplete_scan_naming_it(tmp_path, command):
     empty = tmp_path / "empty"
@@ -72,6 +73,7 @@ def test_an_empty_folder_is_an_incomplete_scan_naming_it(tmp_path, command):
     assert "no file to scan: empty folder" in proc.stdout and str(empty) in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_folder_whose_files_are_all_excluded_scans_nothing(tmp_path):
     parquet(tmp_path / "data" / "a.parquet", ["clean"])
     proc = run("scan", str(tmp_path / "data"), "--no-cache", "--exclude", "*.parquet", "-f", "compact")
@@ -87,6 +89,7 @@ def test_a_folder_whose_files_are_all_excluded_scans_nothing(tmp_path):
 # ---- content, not suffix ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["part-0.pq", "data.bin", "shard"])
 def test_a_parquet_file_with_an_unknown_suffix_is_sniffed_and_scanned(tmp_path, name):
     parquet(tmp_path / "data" / name, ["hello", f"GITHUB_TOKEN={TOKEN}"])
@@ -98,6 +101,7 @@ def test_a_parquet_file_with_an_unknown_suffix_is_sniffed_and_scanned(tmp_path, 
     assert report["files"]["scanned"] == 1 and report["files"]["not_scanned"] == []
 
 
+@pytest.mark.slow
 def test_gzip_compressed_json_lines_without_a_suffix_is_sniffed(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -125,6 +129,7 @@ def test_sniffing_tells_shards_archives_text_and_binary_apart():
 # ---- text files -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_dataset_card_with_a_token_is_found_at_its_line(tmp_path):
     data = tmp_path / "data"
     parquet(data / "train.parquet", ["clean"])
@@ -233,6 +238,7 @@ def test_tar_members_are_scanned_by_the_same_rules(tmp_path, name, mode):
     assert report.exit_code == 1
 
 
+@pytest.mark.slow
 def test_an_image_member_is_not_scanned_unless_excluded(tmp_path):
     members = {**webdataset_members(), "001.jpg": b"\xff\xd8\xff\xe0" + bytes(500)}
     write_tar(tmp_path / "data" / "shard.tar", members)
@@ -266,6 +272,7 @@ def test_a_truncated_tar_is_unreadable(tmp_path):
 # ---- binary files and exclusions ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_binary_image_is_listed_not_scanned_and_excluding_it_passes(tmp_path):
     data = tmp_path / "data"
     parquet(data / "train.parquet", ["clean"])
@@ -283,6 +290,7 @@ def test_a_binary_image_is_listed_not_scanned_and_excluding_it_passes(tmp_path):
                                "excluded_archive_members": 0}
 
 
+@pytest.mark.slow
 def test_shardscanignore_excludes_and_says_so(tmp_path):
     data = tmp_path / "data"
     parquet(data / "train.parquet", ["clean"])
@@ -337,6 +345,7 @@ def test_exclusion_globs_follow_gitignore(glob, path, excluded):
     assert exclude_module.matches(patterns, path) is excluded
 
 
+@pytest.mark.slow
 def test_every_report_format_shows_the_file_counts(tmp_path):
     data = tmp_path / "data"
     parquet(data / "train.parquet", ["clean"])
@@ -369,6 +378,7 @@ def test_every_report_format_shows_the_file_counts(tmp_path):
 # ---- same names under several roots ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_named_shards_under_two_roots_keep_their_own_findings(tmp_path):
     parquet(tmp_path / "dupA" / "x.parquet", ["clean", "clean"])
     parquet(tmp_path / "dupB" / "x.parquet", ["clean", f"GITHUB_TOKEN={TOKEN}"])
@@ -381,6 +391,7 @@ def test_same_named_shards_under_two_roots_keep_their_own_findings(tmp_path):
     assert locations(shardscan.scan(b)) == {("x.parquet", 1, "text")}
 
 
+@pytest.mark.slow
 def test_redact_applies_each_finding_to_its_own_file_under_two_roots(tmp_path):
     parquet(tmp_path / "dupA" / "x.parquet", ["clean", "clean"])
     parquet(tmp_path / "dupB" / "x.parquet", ["clean", f"GITHUB_TOKEN={TOKEN}"])
@@ -396,6 +407,7 @@ def test_redact_applies_each_finding_to_its_own_file_under_two_roots(tmp_path):
 # ---- API and optional dependencies ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_scan_takes_one_path_as_a_str_or_a_path(tmp_path):
     parquet(tmp_path / "demo" / "a.parquet", [f"t {TOKEN}"])
     for given in (str(tmp_path / "demo"), tmp_path / "demo"):
@@ -410,6 +422,7 @@ def test_scan_table_of_an_unsupported_type_names_the_supported_ones():
     assert "shardscan.scan()" in message
 
 
+@pytest.mark.slow
 def test_a_url_without_its_filesystem_package_is_a_usage_error(tmp_path):
     # A stand-in fsspec that cannot be imported, first on the path: as if it were not installed.
     fake = tmp_path / "site"
@@ -424,6 +437,7 @@ def test_a_url_without_its_filesystem_package_is_a_usage_error(tmp_path):
         assert "pip install fsspec" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_hook_reads_csv_and_tar_files_and_honours_the_repository_shardscanignore(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "split.csv").write_text(f"id,text\n1,{TOKEN}\n")
@@ -439,6 +453,7 @@ def test_hook_reads_csv_and_tar_files_and_honours_the_repository_shardscanignore
     assert "files: 2 files scanned, 1 file excluded by .shardscanignore, 0 not scanned" in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_hook_run_whose_only_file_is_excluded_passes(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     parquet(tmp_path / "raw" / "dump.parquet", [f"t {TOKEN}"])
@@ -447,6 +462,7 @@ def test_a_hook_run_whose_only_file_is_excluded_passes(tmp_path):
     assert "files: 0 files scanned, 1 file excluded by --exclude, 0 not scanned" in proc.stdout
 
 
+@pytest.mark.slow
 def test_tar_results_are_never_replayed_from_the_cache(tmp_path):
     write_tar(tmp_path / "data" / "shard.tar", webdataset_members())
     cache = tmp_path / "cache"

@@ -57,6 +57,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "shardscan.cli", *args, "--no-cache"], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_jobs_1_and_2_give_identical_reports(tmp_path):
     data = tmp_path / "data"
     planted = _corpus(data)
@@ -81,6 +82,7 @@ def test_jobs_1_and_2_give_identical_reports(tmp_path):
     assert error["shard"] == "train-3.parquet"
 
 
+@pytest.mark.slow
 def test_parallel_items_keep_row_group_errors_exact(tmp_path, ruleset, options):
     """A corrupt row group is reported with its index; the other row groups' findings stay."""
     path = tmp_path / "broken.parquet"
@@ -122,6 +124,7 @@ def test_footer_metadata_is_its_own_work_item(tmp_path, ruleset, options):
     assert (finding.location.row, finding.location.column, finding.rule_id) == (-1, "__metadata__.note", "huggingface-token")
 
 
+@pytest.mark.slow
 def test_library_scan_is_identical_for_any_jobs(tmp_path, ruleset, options):
     data = tmp_path / "data"
     _corpus(data)
@@ -132,6 +135,7 @@ def test_library_scan_is_identical_for_any_jobs(tmp_path, ruleset, options):
     assert reports[0].decision.exit_code == 3
 
 
+@pytest.mark.slow
 def test_jobs_is_the_number_of_cores_a_scan_reads_with(tmp_path, ruleset, options, monkeypatch):
     """--jobs 1 decodes Parquet on one thread; pyarrow's pool only gets requested cores no worker uses."""
     import pyarrow.parquet as pq_module
@@ -183,6 +187,7 @@ def test_findings_keep_every_field_through_pickling():
         assert type(clone.verdict) is Verdict and type(clone.location) is CellLocation
 
 
+@pytest.mark.slow
 def test_stats_option_prints_stage_times(tmp_path):
     data = tmp_path / "data"
     token = expand("{{github:ghp_}}", seed="exec-stats")

@@ -46,6 +46,7 @@ def dirty_shard(path: Path, row: int = 2) -> Path:
     return write_trace_shard(path, rows, row_group_size=2)
 
 
+@pytest.mark.slow
 def test_exit_0_when_everything_is_clean(tmp_path):
     clean_shard(tmp_path / "data" / "train-00000-of-00002.parquet")
     clean_shard(tmp_path / "data" / "train-00001-of-00002.parquet")
@@ -54,6 +55,7 @@ def test_exit_0_when_everything_is_clean(tmp_path):
     assert "gate: PASS (exit 0)" in proc.stdout
 
 
+@pytest.mark.slow
 def test_exit_1_on_blocking_finding(tmp_path):
     clean_shard(tmp_path / "data" / "train-00000-of-00002.parquet")
     dirty_shard(tmp_path / "data" / "train-00001-of-00002.parquet")
@@ -82,6 +84,7 @@ def _footer_only_garbage(data: bytes) -> bytes:
     return data[:-12] + b"\xff" * 8 + data[-4:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corrupt", [_truncated, _bad_magic, _zero, _footer_only_garbage],
                          ids=["truncated", "bad-magic", "zero-bytes", "bad-footer"])
 def test_exit_3_on_corrupt_shard_among_good_ones_and_good_findings_still_reported(tmp_path, corrupt):
@@ -109,6 +112,7 @@ def test_exit_3_on_corrupt_shard_among_good_ones_and_good_findings_still_reporte
     assert TOKEN not in proc.stdout + proc.stderr + report_path.read_text()
 
 
+@pytest.mark.slow
 def test_exit_3_on_unreadable_row_group_keeps_other_row_groups(tmp_path):
     data = tmp_path / "data"
     path = data / "train-00000-of-00001.parquet"
@@ -136,6 +140,7 @@ def test_exit_3_on_unreadable_row_group_keeps_other_row_groups(tmp_path):
     assert error["message"].startswith("row group unreadable (")
 
 
+@pytest.mark.slow
 def test_skip_unreadable_reports_but_does_not_exit_3(tmp_path):
     data = tmp_path / "data"
     (data).mkdir()
@@ -146,6 +151,7 @@ def test_skip_unreadable_reports_but_does_not_exit_3(tmp_path):
     assert [e["shard"] for e in json.loads(proc.stdout)["errors"]] == ["train-00000-of-00002.parquet"]
 
 
+@pytest.mark.slow
 def test_exit_3_on_missing_path(tmp_path):
     clean_shard(tmp_path / "data" / "train-00000-of-00001.parquet")
     missing = tmp_path / "nope"
@@ -156,6 +162,7 @@ def test_exit_3_on_missing_path(tmp_path):
     assert error["message"] == "no such file, folder or glob match"
 
 
+@pytest.mark.slow
 def test_exit_3_on_glob_matching_nothing(tmp_path):
     proc = run("scan", str(tmp_path / "train-*.parquet"))
     assert proc.returncode == 3
@@ -215,6 +222,7 @@ def test_exit_2_on_usage_errors(tmp_path, args):
     assert result.stderr.strip()
 
 
+@pytest.mark.slow
 def test_a_large_report_on_a_pipe_is_complete_when_the_process_ends(tmp_path):
     """The CLI ends without interpreter teardown: everything buffered for stdout must still arrive."""
     tokens = [expand("{{github:ghp_}}", seed=f"pipe-{i}") for i in range(400)]

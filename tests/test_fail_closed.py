@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from shardscan.reporters import EXTENSIONS, FORMATS
 from shardscan.synth import expand
 from tests.conftest import trace_row, write_trace_shard
+
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
 SECRETS = {

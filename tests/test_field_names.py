@@ -19,6 +19,9 @@ from shardscan.api import scan
 from shardscan.reader.cells import field_label
 from shardscan.synth import expand
 
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 GH = expand("{{github:ghp_}}", seed="field-names-gh")
 HF = expand("{{hf}}", seed="field-names-hf")
 AWS = expand("{{aws_id:AKIA}}", seed="field-names-aws")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import shardscan.engine as engine
 import shardscan.scanning.verification as verification
@@ -113,6 +114,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           cwd=Path(__file__).resolve().parent.parent)
 
 
+@pytest.mark.slow
 def test_cli_reports_the_cap_and_exits_3_unless_truncation_is_allowed(tmp_path):
     cell, token = flood(2_000, valid_at=1_000, seed=5)
     shard = _shard(tmp_path / "data" / "s.parquet", ["nothing here", cell])
@@ -157,6 +159,7 @@ def test_per_shard_cap_aggregates_by_rule_verdict_and_column(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_the_memory_budget_bounds_the_findings_kept():
     small = Scanner(RULESET, ScanOptions(memory_budget=64 * 1024**2))
     per_finding = engine.MEMORY_PER_FINDING * engine.FINDINGS_BUDGET_SHARE

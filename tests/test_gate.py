@@ -82,6 +82,7 @@ def reports_in(folder: Path) -> dict:
     return report
 
 
+@pytest.mark.slow
 def test_gate_passes_clean_shards(tmp_path, clean):
     proc, out = gate(tmp_path, str(clean))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -90,6 +91,7 @@ def test_gate_passes_clean_shards(tmp_path, clean):
     assert (report["gate"]["exit_code"], report["scanned"]["shards"], report["findings"]) == (0, 2, [])
 
 
+@pytest.mark.slow
 def test_gate_fails_on_a_blocking_finding(tmp_path, leaky, token):
     proc, out = gate(tmp_path, str(leaky))
     assert proc.returncode == 1
@@ -102,6 +104,7 @@ def test_gate_fails_on_a_blocking_finding(tmp_path, leaky, token):
     assert token not in written + proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_gate_exit_3_when_a_shard_cannot_be_read(tmp_path, clean):
     (clean / "train-00002-of-00002.parquet").write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
     proc, out = gate(tmp_path, str(clean))
@@ -111,6 +114,7 @@ def test_gate_exit_3_when_a_shard_cannot_be_read(tmp_path, clean):
     assert report["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 1 problem(s) in train-00002-of-00002.parquet"}
 
 
+@pytest.mark.slow
 def test_gate_exit_3_beats_1(tmp_path, leaky):
     (leaky / "extra.parquet").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 9\n")
     proc, _ = gate(tmp_path, str(leaky))
@@ -118,6 +122,7 @@ def test_gate_exit_3_beats_1(tmp_path, leaky):
     assert "extra.parquet: [unreadable] this is a Git LFS pointer file" in proc.stdout
 
 
+@pytest.mark.slow
 def test_gate_strict_blocks_non_blocking_verdicts(tmp_path, token):
     folder = tmp_path / "placeholders"
     placeholder = "ghp_your" + token[8:]  # a token-shaped placeholder: found, but not a usable token
@@ -171,6 +176,7 @@ def _git(root: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
+@pytest.mark.slow
 def test_changed_since_scans_only_changed_shards(tmp_path, token):
     root = tmp_path / "repo"
     data = root / "data"
@@ -211,6 +217,7 @@ def test_changed_since_errors_are_usage_errors(tmp_path, clean):
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+@pytest.mark.slow
 def test_publish_example_refuses_a_leak_and_publishes_clean_data(tmp_path, clean, leaky, monkeypatch):
     import runpy
 
@@ -237,6 +244,7 @@ def test_workflow_example_runs_the_gate_and_uploads_its_sarif():
 # ---- the hook command itself -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_hook_cache_follows_rule_edits_and_no_cache(tmp_path, token, monkeypatch):
     monkeypatch.delenv("SHARDSCAN_CACHE_DIR")  # the hook's default: .shardscan-cache/ at the repository root
     root = tmp_path / "repo"

@@ -60,6 +60,7 @@ def test_windows_cover_a_hit_and_skip_the_rest(ruleset) -> None:
     assert text[spans[0].start - 1] == "\n" and text[spans[0].end - 1] == "\n"
 
 
+@pytest.mark.slow
 def test_a_pem_body_longer_than_the_window_is_read_to_its_end_marker(ruleset, monkeypatch) -> None:
     whole, windowed = scanners(ruleset)
     # Short windows, and a key as a file viewer prints it (numbered lines: not a bare base64 block),
@@ -79,6 +80,7 @@ def test_a_pem_body_longer_than_the_window_is_read_to_its_end_marker(ruleset, mo
     assert windowed.scan_text(text)[0] == found_whole
 
 
+@pytest.mark.slow
 def test_a_wrapped_base64_block_is_read_whole(ruleset, monkeypatch) -> None:
     whole, windowed = scanners(ruleset)
     monkeypatch.setattr(hit_windows, "AFTER", 256)
@@ -93,6 +95,7 @@ def test_a_wrapped_base64_block_is_read_whole(ruleset, monkeypatch) -> None:
     assert windowed.scan_text(text)[0] == found_whole
 
 
+@pytest.mark.slow
 def test_the_realworld_corpus_gives_the_same_findings_inside_long_cells(ruleset) -> None:
     """Every case of the precision corpus, buried in a long cell: windows change no finding."""
     whole, windowed = scanners(ruleset)
@@ -106,6 +109,7 @@ def test_the_realworld_corpus_gives_the_same_findings_inside_long_cells(ruleset)
     assert differ == []
 
 
+@pytest.mark.slow
 def test_the_seed_profile_gives_the_same_findings(tmp_path: Path, ruleset) -> None:
     """A small shard of the benchmark's seed profile, scanned whole and in windows."""
     folder = tmp_path / "seed"

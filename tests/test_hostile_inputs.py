@@ -45,6 +45,7 @@ def _corrupt_row_group(path: Path, index: int) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 def test_corrupt_page_in_one_row_group_keeps_the_others(tmp_path: Path):
     shard = _three_row_groups(tmp_path / "s.parquet")
     _corrupt_row_group(shard, 1)
@@ -57,6 +58,7 @@ def test_corrupt_page_in_one_row_group_keeps_the_others(tmp_path: Path):
     assert result.stats.row_groups == 2 and result.stats.rows == 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "breakage, reason",
     [
@@ -96,6 +98,7 @@ def test_broken_shard_among_good_ones_is_named_and_exits_3(tmp_path: Path, break
     assert "train-00001.parquet" in proc.stdout
 
 
+@pytest.mark.slow
 def test_skip_unreadable_lists_but_does_not_gate(tmp_path: Path):
     data = tmp_path / "data"
     _good_shard(data / "a.parquet")
@@ -197,6 +200,7 @@ def test_unsupported_and_odd_column_types_do_not_crash(tmp_path: Path):
     ]
 
 
+@pytest.mark.slow
 def test_schemas_may_differ_between_shards(tmp_path: Path):
     data = tmp_path / "data"
     data.mkdir()

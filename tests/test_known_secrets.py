@@ -71,6 +71,7 @@ def _scan(args: list[str], env: dict[str, str], fmt: str = "json") -> tuple[int,
     return result.exit_code, result.stdout + (result.stderr if result.stderr_bytes is not None else "")
 
 
+@pytest.mark.slow
 def test_each_entry_is_found_in_its_encoding_at_its_cell(tmp_path, secrets):
     shard = _shard(tmp_path / "data" / "train.parquet", secrets)
     code, out = _scan([str(shard), "--known-secrets", secrets["list"]], {"IRIS_PROXY_TOKEN": secrets["env"]})
@@ -120,6 +121,7 @@ def test_no_output_holds_a_value(tmp_path, secrets, fmt):
             assert piece not in out
 
 
+@pytest.mark.slow
 def test_cache_holds_no_value_and_does_not_replay_a_scan_without_the_secrets(tmp_path, secrets):
     shard = _shard(tmp_path / "data" / "train.parquet", secrets)
     cache = tmp_path / "cache"
@@ -162,6 +164,7 @@ def test_missing_environment_variable_or_file_is_a_usage_error_naming_the_entry(
         assert secrets["env"] not in out and token not in out, line
 
 
+@pytest.mark.slow
 def test_value_entries_select_only_cells_that_hold_a_form_of_them(secrets):
     entries = load_known_secrets([secrets["list"]], {"IRIS_PROXY_TOKEN": secrets["env"]})
     scanner = Scanner(load_ruleset(), ScanOptions(known_secrets=entries[:2]))

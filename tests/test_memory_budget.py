@@ -21,6 +21,9 @@ from shardscan.sizes import format_size, parse_size
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
 
+# Scans cells of hundreds of megabytes: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Builds the wheel: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 RULE_FILES = sorted(p.name for p in (ROOT / "rules").glob("*.yaml"))
 

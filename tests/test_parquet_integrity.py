@@ -411,6 +411,7 @@ def test_a_token_only_in_a_page_headers_statistics_is_found_there(tmp_path, rule
     assert report.exit_code == 1
 
 
+@pytest.mark.slow
 def test_redact_removes_a_token_only_in_statistics_by_rewriting_the_shard(tmp_path, ruleset, options):
     from typer.testing import CliRunner
 
@@ -450,6 +451,7 @@ def test_the_thrift_reader_refuses_malformed_bytes_with_its_own_error():
         read_struct(bytes([0x19, 0xF8]) + b"\xff\xff\xff\x7f")  # a list claiming 268 million items
 
 
+@pytest.mark.slow
 def test_damaged_footers_never_end_in_an_internal_error(tmp_path, ruleset, options):
     import random
 
@@ -482,6 +484,7 @@ def test_a_footer_that_would_abort_pyarrow_is_refused_before_pyarrow_reads_it(tm
                                 "column 4: repetition level histogram of 4 entries for 1 levels)")]
 
 
+@pytest.mark.slow
 def test_a_copy_of_column_metadata_after_the_pages_is_not_a_gap_unless_it_differs(tmp_path, ruleset, options):
     """Writers that follow the format's original layout (polars, among others) put a copy of each
     column's metadata right after its pages: that copy is accounted for; a copy whose statistics

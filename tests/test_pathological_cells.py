@@ -10,6 +10,9 @@ from shardscan.engine import Scanner, ScanOptions
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
 
+# Hundreds of adversarial cells under a time bound: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 RULESET = load_ruleset()
 
 

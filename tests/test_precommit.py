@@ -17,6 +17,9 @@ from shardscan.redaction import fingerprint
 from shardscan.synth import expand
 from tests.conftest import trace_row, write_trace_shard
 
+# Runs git and pre-commit in a repository: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 PROJECT = Path(__file__).resolve().parent.parent
 MANIFEST = PROJECT / ".pre-commit-hooks.yaml"
 LFS_POINTER = "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 73400320\n".format("7e" * 32)

@@ -61,6 +61,7 @@ def _fragments() -> list[str]:
     return pieces
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 3, 512])
 def test_both_matchers_select_the_same_cells_of_random_arrays(batch, monkeypatch):
     """Random cells made of keyword fragments: Hyperscan selects every cell RE2 selects, and any
@@ -242,6 +243,7 @@ def test_an_unwritable_cache_only_costs_time(tmp_path, monkeypatch):
     assert hyperscan_matcher.database(("gamma",), cache_dir=blocker / "hyperscan") is not None
 
 
+@pytest.mark.slow
 def test_both_matchers_gate_the_same_rules_for_near_misses_of_every_example(monkeypatch):
     """The rule gate in Hyperscan (wide gates, one pass per text) keeps every rule RE2's keeps, and on
     near misses of the examples no more: the wide forms cost no extra rule runs there."""

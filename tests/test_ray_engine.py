@@ -16,6 +16,9 @@ import shardscan
 from tests.planted import located_keys, planted_rows, planted_table
 from tests.test_reader_inputs import write_arrow_stream, write_jsonl
 
+# Starts a Ray cluster: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 ray = pytest.importorskip("ray")
 ROOT = Path(shardscan.__file__).resolve().parents[1]
 

@@ -6,6 +6,7 @@ import io
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,9 @@ from shardscan.reader import METADATA_ROW
 from shardscan.reader.parquet import batch_from_table
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
+
+# Hypothesis fuzzing: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
 
 TOKEN = expand("{{hf}}", seed="fuzz")
 RULESET = load_ruleset()

@@ -84,6 +84,7 @@ WRITERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(WRITERS))
 def test_format_gives_the_findings_of_the_same_rows_in_parquet(tmp_path, options, parquet_keys, name):
     path = WRITERS[name](tmp_path / name)
@@ -126,6 +127,7 @@ def test_every_input_format_is_read_by_a_reader_or_a_file_scanner():
     assert {fmt for _, fmt in FORMAT_SUFFIXES} <= readers | scanners
 
 
+@pytest.mark.slow
 def test_in_memory_table_and_record_batch_match_parquet(options, parquet_keys):
     table = planted_table()
     assert finding_keys(shardscan.scan_table(table, options=options)) == parquet_keys
@@ -169,6 +171,7 @@ class MiniDataset:
         return table[key]
 
 
+@pytest.mark.slow
 def test_dataset_duck_type_is_scanned_through_its_arrow_table(options, parquet_keys):
     report = shardscan.scan_table(MiniDataset(planted_table()), "train", options=options)
     assert finding_keys(report) == parquet_keys
@@ -288,6 +291,7 @@ def test_jsonl_whose_every_line_mixes_types_is_walked_whole(tmp_path, options, m
     assert reads == [64, 32, 32]
 
 
+@pytest.mark.slow
 def test_jsonl_malformed_line_is_scanned_as_text_and_makes_the_scan_incomplete(tmp_path, options):
     token = _gen("{{github:ghp_}}")
     good = json.dumps({"text": "fine"})
@@ -406,6 +410,7 @@ def test_truncated_gzip_keeps_findings_read_so_far_and_exits_3(tmp_path, options
     assert finding_keys(report)[0][0] == "anthropic-api-key"
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_same_findings_for_every_format(tmp_path, options):
     for name, write in WRITERS.items():
         write(tmp_path / name)

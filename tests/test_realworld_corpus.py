@@ -12,6 +12,9 @@ from shardscan.engine import Scanner, ScanOptions
 from tests import realworld_corpus as rc
 from tests.conftest import CONVERSATIONS
 
+# Scans the whole precision corpus: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "precision.md"
 
 # Every finding on a hard negative, as (rule, verdict): reported for review, never blocking. A new

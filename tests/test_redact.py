@@ -16,6 +16,9 @@ from shardscan.errors import OutputError
 from shardscan.synth import expand
 from tests.conftest import TRACE_SCHEMA, trace_row
 
+# Nearly every test redacts shards through the command line (2-9 s each): out of the fast loop (-m "not slow").
+pytestmark = pytest.mark.slow
+
 GH = expand("{{github:ghp_}}", seed="redact-gh")
 HF = expand("{{hf}}", seed="redact-hf")
 AWS = expand("{{aws_id:AKIA}}", seed="redact-aws")

@@ -24,6 +24,9 @@ from shardscan.cli import app
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
 
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 SHARD = "train-00000-of-00001.parquet"
 

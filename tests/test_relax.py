@@ -28,6 +28,7 @@ def test_every_builtin_rule_is_gated_and_its_examples_pass_the_gate(ruleset):
         assert all(_re2(examples, relaxed)), rule.id
 
 
+@pytest.mark.slow
 def test_gate_is_a_superset_of_rule_matches_on_near_misses(ruleset):
     """Whenever the real pattern matches a text, the relaxed one must too (assertions dropped, case kept)."""
     texts = near_misses(ruleset.rules, seed=7)
@@ -42,6 +43,7 @@ def test_gate_is_a_superset_of_rule_matches_on_near_misses(ruleset):
         assert matched >= len(rule.examples), rule.id  # the check above really ran
 
 
+@pytest.mark.slow
 def test_gate_drops_base64_blobs_that_share_a_keyword(ruleset):
     blob = base64.b64encode(random.Random(3).randbytes(30_000)).decode()
     blob = blob[:1000] + "eyJ" + blob[1000:2000] + "A3T" + blob[2000:]
@@ -71,6 +73,7 @@ def test_case_insensitive_scopes_are_kept():
     ]
 
 
+@pytest.mark.slow
 def test_scanner_with_gate_finds_the_same_as_without(ruleset, options):
     token = expand("{{github:ghp_}}", seed="gate-same")
     jwt = expand("{{jwt}}", seed="gate-same")

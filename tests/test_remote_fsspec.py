@@ -55,6 +55,7 @@ def hub(tmp_path, monkeypatch) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_hf_dataset_repo_scans_like_the_local_copy_with_full_urls(hub, options):
     remote = shardscan.scan(["hf://datasets/org/traces"], options=options)
     local = shardscan.scan([str(hub)], options=options)
@@ -74,6 +75,7 @@ def test_hf_dataset_repo_scans_like_the_local_copy_with_full_urls(hub, options):
     assert remote.files is not None and remote.files.scanned == 5
 
 
+@pytest.mark.slow
 def test_hf_glob_selects_files_within_the_repo(hub, options):
     report = shardscan.scan(["hf://datasets/org/traces/data/*-00001-*.parquet"], options=options)
     assert {f.location.shard for f in report.findings} == {"hf://datasets/org/traces/data/train-00001-of-00002.parquet"}
@@ -98,6 +100,7 @@ def test_unknown_scheme_is_an_error_not_a_crash(options):
     assert issue.shard == "nosuchproto://bucket/x" and "nosuchproto" in issue.message
 
 
+@pytest.mark.slow
 def test_file_urls_use_pyarrow_local_filesystem(tmp_path, options):
     pq.write_table(planted_table("a"), tmp_path / "x.parquet", row_group_size=4)
     report = shardscan.scan([f"file://{tmp_path}/*.parquet"], options=options)
@@ -105,6 +108,7 @@ def test_file_urls_use_pyarrow_local_filesystem(tmp_path, options):
     assert finding_keys(report) == finding_keys(shardscan.scan_table(planted_table("a"), options=options))
 
 
+@pytest.mark.slow
 def test_hf_repo_shardscanignore_and_exclude_apply_to_the_prefix(hub, options):
     (hub / ".shardscanignore").write_text("*.md\n")
     report = shardscan.scan(["hf://datasets/org/traces"], options=options, exclude=["raw/"])

@@ -23,6 +23,9 @@ from shardscan.ruleset import load_ruleset
 from tests.planted import located_keys, planted_rows, planted_table
 from tests.test_reader_inputs import write_arrow_file, write_jsonl
 
+# Starts the local S3 server: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 boto3 = pytest.importorskip("boto3")
 moto_server = pytest.importorskip("moto.server")
 

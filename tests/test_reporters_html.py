@@ -14,9 +14,12 @@ from shardscan.reporters import render
 from tests.report_samples import FINDINGS, sample_report
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium; .ci/run installs it)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium; .ci/run installs it)"
+    ),
+    pytest.mark.slow,  # drives headless Chromium: out of the fast loop (-m "not slow", docs/testing.md)
+]
 
 
 def load(html: Path, tmp_path: Path, fragment: str = "") -> tuple[str, list[str]]:

@@ -69,6 +69,7 @@ def report(dataset, allowlist):
     return scan([str(dataset[0])], options=ScanOptions(now=FIXED_NOW), allowlist=allowlist)
 
 
+@pytest.mark.slow
 def test_the_scan_found_every_planted_secret(report):
     assert sorted(f.location.row for f in report.findings if f.location.shard == "train-a.parquet") == list(
         range(len(TEMPLATES)))
@@ -123,6 +124,7 @@ def test_sarif_of_a_real_scan_validates(report):
     assert run["invocations"][0]["toolExecutionNotifications"][0]["properties"]["shard"] == "train-c.parquet"
 
 
+@pytest.mark.slow
 def test_card_and_markdown_are_deterministic(dataset):
     """Two scans of unchanged data (different durations) give byte-identical card and Markdown text."""
     first = scan([str(dataset[0])], options=ScanOptions(now=datetime(2026, 12, 2, 9, 30, 15, tzinfo=UTC)))
@@ -133,6 +135,7 @@ def test_card_and_markdown_are_deterministic(dataset):
     assert "on 2026-12-02." in render(first, "card")
 
 
+@pytest.mark.slow
 def test_cli_writes_several_formats_at_once(dataset, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run(
@@ -163,6 +166,7 @@ def test_cli_rejects_two_formats_on_stdout(dataset):
     assert "only one --format may go to standard output" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cli_quiet_prints_only_the_decision(dataset):
     proc = subprocess.run(
         [sys.executable, "-m", "shardscan.cli", "scan", str(dataset[0]), "--no-allowlist",

@@ -64,6 +64,7 @@ def test_builtin_kinds_include_the_seven_families():
     } <= {p.name for p in builtin_rule_files()}
 
 
+@pytest.mark.slow
 def test_checker_really_uses_the_detector_not_only_the_regex():
     # The placeholder matches github-pat's regex; only the entropy/stopword filters drop it.
     rule = BUILTIN.get("github-pat")
@@ -141,6 +142,7 @@ def test_pem_body_found_in_every_wrapping(shape):
     assert body_line in matched
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["rsa", "pkcs8", "ec", "openssh"])
 def test_truncated_pem_without_end_marker_is_found(kind):
     pem = expand(f"{{{{pem:{kind}}}}}", seed="trunc")
@@ -344,6 +346,7 @@ def mixed_shard(tmp_path) -> tuple[Path, dict[str, str]]:
     return write_trace_shard(tmp_path / "data" / "train-00000-of-00001.parquet", rows), tokens
 
 
+@pytest.mark.slow
 def test_user_rule_file_adds_findings(tmp_path, mixed_shard):
     shard, _ = mixed_shard
     rules = _write(tmp_path, _yaml_rule())
@@ -359,6 +362,7 @@ def test_user_rule_file_adds_findings(tmp_path, mixed_shard):
     ]
 
 
+@pytest.mark.slow
 def test_disable_by_rule_id_and_by_kind(tmp_path, mixed_shard):
     shard, _ = mixed_shard
     code, report = _scan_json([str(shard), "--disable", "github-pat"])
@@ -388,12 +392,14 @@ def test_rules_list_shows_every_rule_and_user_rules():
     assert "aws-access-key-id" not in result.stdout and "github-pat" in result.stdout
 
 
+@pytest.mark.slow
 def test_rules_check_builtin_passes():
     result = runner.invoke(app, ["rules", "check"])
     assert result.exit_code == 0, result.stdout
     assert result.stdout.strip().endswith(", 0 failed")
 
 
+@pytest.mark.slow
 def test_rules_check_user_file_passes_then_fails_on_broken_example(tmp_path):
     good = _write(tmp_path, _yaml_rule(), "good.yaml")
     result = runner.invoke(app, ["rules", "check", str(good)])

@@ -324,6 +324,7 @@ def test_every_report_format_shows_the_new_kinds_and_never_a_secret(shard_report
     assert {cell.rule for cell in LIVE} <= sarif_rules
 
 
+@pytest.mark.slow
 def test_allowlist_by_kind_and_redact_cover_the_new_kinds(shard_report, tmp_path):
     cells, report = shard_report.cells, shard_report.report
     data = tmp_path / "data"

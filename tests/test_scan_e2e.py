@@ -213,6 +213,7 @@ def test_all_seven_kinds_are_planted():
     assert {p.kind for p in PLANTS} == {"jwt", "aws", "github", "openai", "anthropic", "huggingface", "private-key"}
 
 
+@pytest.mark.slow
 def test_report_has_exactly_the_planted_findings(scanned):
     expected = sorted(
         (p.rule_id, shard_name(p.shard), p.row, p.column_path, p.role, p.start, p.end) for p in PLANTS
@@ -299,6 +300,7 @@ def test_no_full_secret_in_json_terminal_or_stderr(scanned):
             assert not any(piece in text for piece in pieces if len(piece) == 16), name
 
 
+@pytest.mark.slow
 def test_no_full_secret_in_debug_logs(scanned, caplog):
     from shardscan.api import scan
     from shardscan.engine import ScanOptions
@@ -315,6 +317,7 @@ def test_no_full_secret_in_debug_logs(scanned, caplog):
         assert secret[8:40] not in logged
 
 
+@pytest.mark.slow
 def test_scan_single_file_and_glob_name_shards_as_given(scanned):
     data = scanned["data"]
     proc = run_cli("scan", str(data / shard_name(1)), "--format", "json")
@@ -328,6 +331,7 @@ def test_scan_single_file_and_glob_name_shards_as_given(scanned):
     assert len(report["findings"]) == sum(1 for p in PLANTS if p.shard in (0, 2))
 
 
+@pytest.mark.slow
 def test_file_metadata_secret_is_reported_at_row_minus_one(tmp_path):
     token = expand("{{hf}}", seed="meta")
     table = pa.Table.from_pylist([trace_row([("user", "hi")])], schema=TRACE_SCHEMA)

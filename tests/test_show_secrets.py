@@ -8,12 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from shardscan.api import scan
 from shardscan.cache import ResultCache
 from shardscan.engine import ScanOptions
 from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
+
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = expand("{{github:ghp_}}", seed="show-secrets")

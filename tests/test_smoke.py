@@ -6,8 +6,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from shardscan.synth import expand
 from tests.conftest import trace_row, write_trace_shard
+
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
 
 
 def test_scan_reports_planted_token_at_exact_location(tmp_path):

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from shardscan import synth
 from tests.conftest import trace_row, write_trace_shard
 
@@ -72,6 +74,7 @@ def scan_in_fresh_interpreter(tmp_path: Path, secret: str, jobs: int) -> dict:
     return run_python(code, tmp_path)
 
 
+@pytest.mark.slow
 def test_local_scan_without_private_keys_never_imports_cryptography(tmp_path):
     token = synth.github_token(random.Random(7))
     found, modules, _, _ = scan_in_fresh_interpreter(tmp_path, token, jobs=1)
@@ -79,6 +82,7 @@ def test_local_scan_without_private_keys_never_imports_cryptography(tmp_path):
     assert modules == []
 
 
+@pytest.mark.slow
 def test_private_key_candidate_is_verified_with_cryptography_imported_on_demand(tmp_path):
     pem = synth.private_key_pem("ec", seed=3).replace("\n", "\\n")  # as a JSON-escaped log line holds it
     found, modules, _, _ = scan_in_fresh_interpreter(tmp_path, pem, jobs=1)
@@ -86,6 +90,7 @@ def test_private_key_candidate_is_verified_with_cryptography_imported_on_demand(
     assert modules == ["cryptography"]
 
 
+@pytest.mark.slow
 def test_worker_pool_leaves_the_collector_as_it_found_it(tmp_path):
     # Workers are forked with the heap frozen (their collector skips what they inherit); the
     # calling process gets its collector back unchanged, with the same findings as one worker.

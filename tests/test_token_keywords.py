@@ -113,6 +113,7 @@ def test_token_keyword_base64_forms_need_token_characters_after_the_keyword(alig
     assert pc.match_substring_regex(pa.array([encoded]), as_plain)[0].as_py()
 
 
+@pytest.mark.slow
 def test_screenshot_with_keywords_inside_is_not_a_candidate_and_real_tokens_are_found():
     rng = random.Random(7)
     token = jwt(rng, exp=4102444800)
@@ -151,6 +152,7 @@ def test_a_keyword_is_a_token_keyword_only_when_every_rule_listing_it_says_so(tm
     assert Ruleset(tuple(load_rule_file(mixed))).token_keywords == ()
 
 
+@pytest.mark.slow
 def test_rules_check_fails_an_example_the_prefilter_would_not_select(tmp_path):
     """A rule that declares a token keyword but matches it inside a word: its example is reported, not
     silently missed."""

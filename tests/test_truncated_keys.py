@@ -75,6 +75,7 @@ def _unterminated(blob: bytes) -> str:
     return "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(textwrap.wrap(body, 70))
 
 
+@pytest.mark.slow
 def test_truncated_openssh_ed25519_key_with_its_seed_is_exposed(scanner):
     blob, public = _openssh_ed25519()
     seed_at = _seed_offset(blob, public)

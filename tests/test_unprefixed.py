@@ -260,6 +260,7 @@ def test_docker_compose_passwords_are_local_only_and_block_only_under_strict(rep
     assert details["connection-string-password"].endswith("on db (local-only: reachable inside the sandbox only)")
 
 
+@pytest.mark.slow
 def test_strict_makes_local_only_blocking(tmp_path):
     from shardscan.policy import Policy
 
@@ -270,6 +271,7 @@ def test_strict_makes_local_only_blocking(tmp_path):
     assert scan([str(shard)], cache=None).exit_code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["yaml", "json"])
 def test_short_kubernetes_secret_values_are_decoded_too(layout):
     from shardscan.engine import Scanner

@@ -6,7 +6,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from shardscan.demo import EXPIRED_JWT_ROW, GITHUB_RAW_JWT_ROW, OMITTED_KEY_ROW, SNAKEOIL_ROW, shard_name
+
+# Both tests scan the 104-shard demo dataset: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
 
 
 def _demo(tmp_path, *extra: str) -> tuple[int, dict]:

@@ -13,6 +13,9 @@ from shardscan.model import Candidate, Verdict, Verification
 from shardscan.synth import private_key_pem
 from shardscan.verifiers import VERIFIERS, VerifyContext, verify_candidate
 
+# Hypothesis fuzzing: out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 _PROSE = re.compile(r"[a-z ,.:;'()-]+")
 PREFIXES = [

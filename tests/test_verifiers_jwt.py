@@ -45,6 +45,7 @@ def test_well_formed_unexpired_token_is_valid(alg):
     )
 
 
+@pytest.mark.slow
 def test_expiry_follows_the_clock():
     token = make_jwt({"exp": ts("2026-07-27T00:00:00")})
     assert verify(token, "jwt", datetime(2026, 7, 26, tzinfo=UTC)).verdict == Verdict.VALID
@@ -52,6 +53,7 @@ def test_expiry_follows_the_clock():
     assert verify(token, "jwt", datetime(2026, 7, 27, tzinfo=UTC)).verdict == Verdict.EXPIRED  # exp is exclusive
 
 
+@pytest.mark.slow
 def test_a_clock_without_timezone_is_utc():
     """The library takes ``now`` as given; a naive datetime must not break the time checks."""
     from shardscan.engine import Scanner, ScanOptions

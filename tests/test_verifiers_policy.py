@@ -23,6 +23,9 @@ from shardscan.synth import (
 )
 from tests.conftest import trace_row, write_trace_shard
 
+# Most tests here take over half a second (measured): out of the fast loop (-m "not slow", docs/testing.md).
+pytestmark = pytest.mark.slow
+
 FAR_FUTURE = 4_102_444_800  # 2100-01-01
 PAST = 1_559_692_800  # 2019-06-05
 

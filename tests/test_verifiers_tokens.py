@@ -83,6 +83,7 @@ def test_fine_grained_token_checksum():
     assert verify(token[:-1] + ("A" if token[-1] != "A" else "B"), "github-fine-grained-pat").verdict == Verdict.VALID
 
 
+@pytest.mark.slow
 def test_app_installation_jwt_token_uses_the_embedded_exp():
     rng = random.Random(9)
     expired = f"ghs_123456_{jwt(rng, exp=1_785_110_400)}"  # 2026-07-27
@@ -270,6 +271,7 @@ def test_random_bodies_are_not_word_like():
         assert not is_word_like("".join(rng.choice(BASE32) for _ in range(16)))
 
 
+@pytest.mark.slow
 def test_random_bodies_are_not_placeholders():
     """Every placeholder signal together (sequences, walks, rhythms, l33t words) spares random bodies."""
     rng = random.Random(12)
@@ -279,6 +281,7 @@ def test_random_bodies_are_not_placeholders():
         assert placeholder_reason("hf_" + body) is None, body
 
 
+@pytest.mark.slow
 def test_generated_tokens_of_every_kind_are_never_called_placeholders():
     templates = ["{{github:ghp_}}", "{{github_pat}}", "{{hf}}", "{{openai:sk-proj-}}", "{{anthropic:api03}}",
                  "{{anthropic:oat01}}", "{{aws_id:AKIA}}"]

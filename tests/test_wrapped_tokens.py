@@ -199,6 +199,7 @@ def test_blobs_wrapped_on_purpose_are_not_joined():
         assert list(terminal_wrap.decode(DecodeRequest(negatives[name]))) == [], name
 
 
+@pytest.mark.slow
 def test_joining_is_linear_in_the_number_of_lines():
     """100,000 lines of one width, every one a cut: each kind of prefix builds its runs once."""
 
@@ -226,6 +227,7 @@ def _cut_keywords() -> list[tuple[str, int]]:
     return [(k, cut) for k in keywords for cut in range(1, len(k))]
 
 
+@pytest.mark.slow
 def test_every_keyword_cut_at_every_position_selects_its_cell():
     """The prefilter (Hyperscan where installed, else RE2) picks the cell by the keyword's pieces
     alone: cut after four characters or more under any prefix (and CRLF), cut sooner bare, under a
@@ -251,6 +253,7 @@ def test_words_ending_like_a_keyword_head_do_not_select_a_cell():
     assert not SCANNER.prefilter.mask(pa.array([text]))[0]
 
 
+@pytest.mark.slow
 def test_keyword_forms_stay_within_hyperscans_pattern_length_for_many_rules():
     """Cut-keyword tries are split: one trie over hundreds of keywords is past Hyperscan's limit."""
     import random
