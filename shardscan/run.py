@@ -55,7 +55,7 @@ def check_engine(engine: str) -> None:
     """Raise ConfigError for an unknown engine, or for Ray when it is not installed.
 
     The Ray engine's module is imported only when it is chosen: a local scan (the pre-commit hook,
-    the gate) loads nothing of it (``tests/test_startup.py``).
+    the gate) loads nothing of it (``tests/cli/test_startup.py``).
     """
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")

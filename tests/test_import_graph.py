@@ -26,7 +26,7 @@ LAZY_IMPORTS_ALLOWED: dict[str, str] = {
     "shardscan.ruleset.load": "start-up time: verifiers and the backtracking check load only when a rule needs them",
     "shardscan.ruleset.check": "start-up time: `rules check` loads the engine; loading rules must not",
     "shardscan.synth": "start-up time: test-data generators load a verifier's helpers only when generating its kind",
-    "shardscan.run": "start-up time: the Ray engine's module loads only for --engine ray (tests/test_startup.py)",
+    "shardscan.run": "start-up time: the Ray engine's module loads only for --engine ray (tests/cli/test_startup.py)",
 }
 
 

@@ -4,7 +4,7 @@ The commands live in ``scanning`` (scan, hook, gate, demo) and ``remediation`` (
 review, rules), their shared options and the one builder of a scan's setup in ``options``, report
 output in ``output``, and the application, error-to-exit-code mapping and entry point in ``app``.
 
-Start-up: ``shardscan --help`` and the pre-commit hook must start fast (tests/test_startup.py), so a
+Start-up: ``shardscan --help`` and the pre-commit hook must start fast (tests/cli/test_startup.py), so a
 module that only some commands need (the scan machinery, rich's progress bar, the redaction
 writers, the allowlist editor, the demo data, the rule checker) is imported inside those commands,
 each such import marked "Start-up:"; every other import is at the top of its module.

@@ -1,0 +1,1 @@
+"""Tests of shardscan's run stage."""
