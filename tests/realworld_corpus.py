@@ -1007,9 +1007,7 @@ _KIND.update({
 })
 
 
-def U(rule_id: str, secret: str) -> Expect:
-    """An expectation of a credential without a vendor prefix: no offline check, so ``unverified``."""
-    return E(rule_id, secret, "unverified")
+# ``U`` (above) serves here too: a credential without a vendor prefix has no offline check, so ``unverified``.
 
 
 def pw(name: str, n: int = 20) -> str:

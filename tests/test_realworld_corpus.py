@@ -59,7 +59,8 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "docs-connection-strings": [("connection-string-password", "example")] * 3 + [("password-assignment", "example")],
     "docs-your-password-here": [("password-assignment", "redacted")],
     "compose-local-only": [("connection-string-password", "local-only"), ("password-assignment", "local-only")],
-    "localhost-services": [("connection-string-password", "local-only")] + [("password-command-line", "local-only")] * 2,
+    "localhost-services": ([("connection-string-password", "local-only")]
+                           + [("password-command-line", "local-only")] * 2),
 }
 
 
@@ -147,7 +148,8 @@ def test_the_same_cells_in_a_trace_shard_give_the_same_findings_at_their_rows(ca
         by_row.setdefault(f.location.row, []).append((f.rule_id, f.fingerprint, str(f.verdict)))
     for row, case in enumerate(cases):
         findings, _ = scanner.scan_text(case.text)
-        assert sorted(by_row.get(row, [])) == sorted((f.rule_id, f.fingerprint, str(f.verdict)) for f in findings), case.name
+        assert sorted(by_row.get(row, [])) == sorted(
+            (f.rule_id, f.fingerprint, str(f.verdict)) for f in findings), case.name
 
 
 def test_docs_precision_is_generated_from_the_corpus(results, ruleset):

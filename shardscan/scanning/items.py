@@ -85,7 +85,8 @@ def plan_shard(shard: ShardRef) -> ShardPlan:
         return ShardPlan(shard, issue=ScanIssue(shard.display, IssueKind.UNREADABLE, err.reason),
                          seconds=time.perf_counter() - started)
     except Exception as exc:  # a footer that parses but cannot be walked
-        issue = ScanIssue(shard.display, IssueKind.UNREADABLE, f"not a readable Parquet file ({describe_exception(exc)})")
+        issue = ScanIssue(shard.display, IssueKind.UNREADABLE,
+                          f"not a readable Parquet file ({describe_exception(exc)})")
         return ShardPlan(shard, issue=issue, seconds=time.perf_counter() - started)
     # The footer item always runs: besides key/value metadata it checks the file's layout and scans
     # the column statistics.

@@ -36,7 +36,7 @@ def test_gate_is_a_superset_of_rule_matches_on_near_misses(ruleset):
         relaxed = relax(rule.pattern_source)
         gate = _re2(texts, relaxed)
         matched = 0
-        for text, allowed in zip(texts, gate):
+        for text, allowed in zip(texts, gate, strict=True):
             if rule.pattern.search(text):
                 matched += 1
                 assert allowed, (rule.id, len(text))
@@ -80,7 +80,7 @@ def test_scanner_with_gate_finds_the_same_as_without(ruleset, options):
     texts = [f"GITHUB_TOKEN={token}", f"Bearer {jwt}", "ghp_" + "x" * 36, "hf_hub_download(repo)", "plain"]
     gated = Scanner(ruleset, options)
     found_gated = [gated.scan_text(t, None, tuple(gated.rules[i] for i in sel))[0]
-                   for t, sel in zip(texts, gated.gate.rules_for(texts))]
+                   for t, sel in zip(texts, gated.gate.rules_for(texts), strict=True)]
     found_all = [gated.scan_text(t)[0] for t in texts]
     assert found_gated == found_all
     assert [len(f) for f in found_all] == [1, 1, 0, 0, 0]

@@ -61,5 +61,5 @@ def test_demo_dataset_is_deterministic(tmp_path):
     second = demo.write_demo_dataset(tmp_path / "b")
     import pyarrow.parquet as pq
 
-    for a, b in zip(first[60:70], second[60:70]):
+    for a, b in zip(first[60:70], second[60:70], strict=True):
         assert pq.read_table(a).equals(pq.read_table(b))

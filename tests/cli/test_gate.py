@@ -111,12 +111,14 @@ def test_gate_exit_3_when_a_shard_cannot_be_read(tmp_path, clean):
     assert proc.returncode == 3
     report = reports_in(out)
     assert [e["shard"] for e in report["errors"]] == ["train-00002-of-00002.parquet"]
-    assert report["gate"] == {"passed": False, "exit_code": 3, "reason": "scan incomplete: 1 problem(s) in train-00002-of-00002.parquet"}
+    assert report["gate"] == {"passed": False, "exit_code": 3,
+                              "reason": "scan incomplete: 1 problem(s) in train-00002-of-00002.parquet"}
 
 
 @pytest.mark.slow
 def test_gate_exit_3_beats_1(tmp_path, leaky):
-    (leaky / "extra.parquet").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 9\n")
+    (leaky / "extra.parquet").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 9\n")
     proc, _ = gate(tmp_path, str(leaky))
     assert proc.returncode == 3
     assert "extra.parquet: [unreadable] this is a Git LFS pointer file" in proc.stdout
@@ -199,7 +201,8 @@ def test_changed_since_scans_only_changed_shards(tmp_path, token):
     assert [s["shard"] for s in report["shards"]] == ["committed.parquet", "edited.parquet", "untracked.parquet"]
     assert report["errors"] == []
 
-    head = cli("scan", "data/old.parquet", "--changed-since", "HEAD", "--format", "json", "--output", str(out), cwd=root)
+    head = cli("scan", "data/old.parquet", "--changed-since", "HEAD", "--format", "json", "--output", str(out),
+               cwd=root)
     assert head.returncode == 0 and json.loads(out.read_text())["scanned"]["shards"] == 0
 
 

@@ -137,7 +137,8 @@ def test_commit_is_refused_or_accepted_by_the_hook(repo: Repo):
     accepted = repo.commit("data/leak.parquet", "allowlist.yaml", message="reviewed leak")
     out = accepted.stdout + accepted.stderr
     assert accepted.returncode == 0, out
-    verbose = repo.run(sys.executable, "-m", "pre_commit", "run", "shardscan", "--files", "data/leak.parquet", "--verbose")
+    verbose = repo.run(sys.executable, "-m", "pre_commit", "run", "shardscan", "--files", "data/leak.parquet",
+                       "--verbose")
     assert verbose.returncode == 0
     assert "shardscan: 1 shard(s) (1 from cache), 2 rows" in verbose.stdout
     assert "  allowlisted data/leak.parquet:1 conversations[1].content (tool) github-pat" in verbose.stdout
@@ -171,7 +172,8 @@ def test_second_run_reads_nothing_and_prints_the_same_report(repo: Repo):
 
     first, second = run(), run()
     assert first[0] == "shardscan: 3 shard(s), 4 rows, 56 string cells; findings: 1, blocking: 1, errors: 0"
-    assert second[0] == "shardscan: 3 shard(s) (3 from cache), 4 rows, 56 string cells; findings: 1, blocking: 1, errors: 0"
+    assert second[0] == ("shardscan: 3 shard(s) (3 from cache), 4 rows, 56 string cells; "
+                         "findings: 1, blocking: 1, errors: 0")
     assert second[1:] == first[1:]
     assert any(line.startswith("  BLOCKING    train-1.parquet:1 conversations[0].content (tool)") for line in first)
 

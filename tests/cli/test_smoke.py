@@ -23,7 +23,8 @@ def test_scan_reports_planted_token_at_exact_location(tmp_path):
     )
     out = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "shardscan.cli", "scan", str(tmp_path / "data"), "--format", "json", "--output", str(out)],
+        [sys.executable, "-m", "shardscan.cli", "scan", str(tmp_path / "data"), "--format", "json",
+         "--output", str(out)],
         capture_output=True, text=True,
     )
     assert proc.returncode == 1

@@ -138,10 +138,11 @@ def huge_cell_shard(tmp_path_factory) -> tuple[Path, list[tuple[int, int]]]:
     # One token starts 15 characters before the end of the first 4 MiB scan window (it runs into
     # the overlap), the other ends 1000 characters before the end of the cell.
     positions = [WINDOW - 15, CELL_BYTES - 1000 - len(tokens[1])]
-    proc = subprocess.run([sys.executable, "-c", _WRITE_CELL, str(CELL_BYTES), str(path), *tokens, *map(str, positions)],
+    proc = subprocess.run([sys.executable, "-c", _WRITE_CELL, str(CELL_BYTES), str(path), *tokens,
+                           *map(str, positions)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return path, [(p, p + len(t)) for p, t in zip(positions, tokens)]
+    return path, [(p, p + len(t)) for p, t in zip(positions, tokens, strict=True)]
 
 
 def _cli_scan(path: Path, report: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -190,7 +191,8 @@ def test_memory_budget_option_is_checked(tmp_path: Path):
 def test_the_budget_is_part_of_the_cache_key():
     from shardscan.cache import options_digest
 
-    assert options_digest(ScanOptions(now=FIXED_NOW)) != options_digest(ScanOptions(now=FIXED_NOW, memory_budget=1 << 26))
+    assert options_digest(ScanOptions(now=FIXED_NOW)) != options_digest(
+        ScanOptions(now=FIXED_NOW, memory_budget=1 << 26))
     # How many workers share it does not change results.
     assert options_digest(ScanOptions(now=FIXED_NOW)) == options_digest(ScanOptions(now=FIXED_NOW, workers=4))
 

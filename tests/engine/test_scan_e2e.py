@@ -61,7 +61,7 @@ class Plant:
 
 def _noise(rng: random.Random) -> list[str]:
     """Look-alikes that must never be findings."""
-    sha = "%040x" % rng.getrandbits(160)
+    sha = f"{rng.getrandbits(160):040x}"
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + rng.randbytes(3000)).decode()
     jpeg = base64.b64encode(b"\xff\xd8\xff\xe0" + rng.randbytes(3000)).decode()
     return [
@@ -251,7 +251,8 @@ def test_same_private_key_has_one_fingerprint_however_wrapped(scanned):
     plant = next(p for p in PLANTS if p.rule_id == "private-key" and p.shard == 0)
     f = next(f for f in scanned["report"]["findings"] if f["start"] == plant.start and f["shard"] == shard_name(0)
              and f["row"] == plant.row and f["column"] == plant.column_path)
-    assert f["fingerprint"] == fingerprint(pem, "private-key") == fingerprint(pem.replace("\n", "\r\n  "), "private-key")
+    assert f["fingerprint"] == fingerprint(pem, "private-key") == fingerprint(
+        pem.replace("\n", "\r\n  "), "private-key")
 
 
 def test_exit_code_and_scanned_counters(scanned):

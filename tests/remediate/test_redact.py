@@ -83,10 +83,10 @@ def test_redacted_copy_keeps_everything_but_the_secrets(dataset: Path, tmp_path:
 
     old, new = src.read().to_pylist(), dst.read().to_pylist()
     changed = {(f["row"], f["column"]) for f in blocking}
-    for r, (a, b) in enumerate(zip(old, new)):
+    for r, (a, b) in enumerate(zip(old, new, strict=True)):
         for col in TRACE_SCHEMA.names:
             if col == "conversations":
-                for i, (ma, mb) in enumerate(zip(a[col], b[col])):
+                for i, (ma, mb) in enumerate(zip(a[col], b[col], strict=True)):
                     assert ma["role"] == mb["role"]
                     if (r, f"conversations[{i}].content") not in changed:
                         assert ma["content"] == mb["content"]
@@ -102,7 +102,8 @@ def test_redacted_copy_keeps_everything_but_the_secrets(dataset: Path, tmp_path:
     assert not still_encoded, "the base64-wrapped token was not redacted"
 
     # Unaffected shard copied byte for byte.
-    assert (out / "train-00001-of-00002.parquet").read_bytes() == (dataset / "train-00001-of-00002.parquet").read_bytes()
+    assert ((out / "train-00001-of-00002.parquet").read_bytes()
+            == (dataset / "train-00001-of-00002.parquet").read_bytes())
 
     after = _scan_json(out, tmp_path, "after")
     assert [f for f in after["findings"] if f["blocking"]] == []
@@ -219,7 +220,8 @@ def test_jsonl_shards_are_redacted_line_by_line(tmp_path: Path, suffix: str):
     lines = [json.dumps(r) + "\r\n" for r in rows]
     raw = "".join(lines).encode()
     path = folder / f"part-0{suffix}"
-    with pa.output_stream(str(path), compression={".jsonl": None, ".jsonl.gz": "gzip", ".jsonl.zst": "zstd"}[suffix]) as out:
+    with pa.output_stream(str(path),
+                          compression={".jsonl": None, ".jsonl.gz": "gzip", ".jsonl.zst": "zstd"}[suffix]) as out:
         out.write(raw)
     out_dir = tmp_path / "o"
     proc = _cli("redact", str(folder), "--out", str(out_dir), "--no-allowlist")

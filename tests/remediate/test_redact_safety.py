@@ -110,8 +110,10 @@ def test_a_second_run_appends_to_the_manifest(tmp_path: Path):
     _dirty(tmp_path / "data", seed="second", name="train-more.parquet")
     assert _redact(str(tmp_path / "data"), "--in-place", cwd=tmp_path)[0] == 0
     manifest = json.loads((tmp_path / "redactions.json").read_text())
-    assert [(m["run"], Path(m["shard"]).name) for m in manifest["redactions"]] == [(1, SHARD), (2, "train-more.parquet")]
-    assert [(r["run"], r["mode"], r["redactions"]) for r in manifest["runs"]] == [(1, "in-place", 1), (2, "in-place", 1)]
+    assert [(m["run"], Path(m["shard"]).name) for m in manifest["redactions"]] == [
+        (1, SHARD), (2, "train-more.parquet")]
+    assert [(r["run"], r["mode"], r["redactions"]) for r in manifest["runs"]] == [
+        (1, "in-place", 1), (2, "in-place", 1)]
     # A third run with nothing left to redact records itself and keeps both entries.
     assert _redact(str(tmp_path / "data"), "--in-place", cwd=tmp_path)[0] == 0
     manifest = json.loads((tmp_path / "redactions.json").read_text())
@@ -128,7 +130,8 @@ def test_a_file_that_is_not_a_manifest_is_refused_before_anything_is_redacted(tm
     assert (tmp_path / "notes.json").read_text() == '{"mine": true}\n'
 
 
-@pytest.mark.parametrize("where", ["in-out", "in-data", "default-in-data", "default-beside-a-file", "default-beside-a-glob"])
+@pytest.mark.parametrize("where", ["in-out", "in-data", "default-in-data", "default-beside-a-file",
+                                   "default-beside-a-glob"])
 def test_a_manifest_inside_the_data_or_out_is_refused(tmp_path: Path, where: str):
     shard = _dirty(tmp_path / "data")
     before = shard.read_bytes()
@@ -196,7 +199,8 @@ def _big_dataset(folder: Path) -> None:
     """A shard of ~6 MB (random text, 12 row groups) with tokens in several row groups, and a clean one."""
     rng = random.Random(7)
     rows = [
-        trace_row([("tool", f"export GITHUB_TOKEN={_token(f'big-{i}')}" if i % 1000 == 500 else rng.randbytes(250).hex())])
+        trace_row([("tool", f"export GITHUB_TOKEN={_token(f'big-{i}')}" if i % 1000 == 500
+                    else rng.randbytes(250).hex())])
         for i in range(12000)
     ]
     write_trace_shard(folder / SHARD, rows, row_group_size=1000)
@@ -206,7 +210,8 @@ def _big_dataset(folder: Path) -> None:
 def _start_redact(folder: Path, cwd: Path) -> subprocess.Popen:
     cwd.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "shardscan.cli", "redact", str(folder), "--in-place", "--no-allowlist"],
+    return subprocess.Popen([sys.executable, "-m", "shardscan.cli", "redact", str(folder), "--in-place",
+                             "--no-allowlist"],
                             cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

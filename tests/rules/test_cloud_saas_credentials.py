@@ -53,14 +53,15 @@ class Live:
 
 LIVE = [
     Live("gcp-service-account", "$ cat key.json\n", "{{gcp_sa}}", "\n$ ", Verdict.VALID),
-    Live("azure-storage-account-key", "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey=", "{{azure_storage}}",
-         ";EndpointSuffix=core.windows.net"),
+    Live("azure-storage-account-key", "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey=",
+         "{{azure_storage}}", ";EndpointSuffix=core.windows.net"),
     Live("azure-ad-client-secret", "AZURE_CLIENT_SECRET=", "{{alnum:3}}8Q~{{alnum:34}}", label="AZURE_CLIENT_SECRET"),
     Live("digitalocean-token", "export DIGITALOCEAN_TOKEN=", "dop_v1_{{hex:64}}"),
     Live("alibaba-access-key-id", "ALIBABA_CLOUD_ACCESS_KEY_ID=", "LTAI{{alnum:20}}"),
     Live("alibaba-access-key-secret", "accessKeySecret: ", "{{alnum:30}}", label="accessKeySecret"),
     Live("heroku-api-key", "HEROKU_API_KEY=", "HRKU-AA{{alnum:58}}"),
-    Live("heroku-api-key-uuid", "$ heroku auth:token\n", "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}", "\n", label="HEROKU_API_KEY"),
+    Live("heroku-api-key-uuid", "$ heroku auth:token\n", "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}", "\n",
+         label="HEROKU_API_KEY"),
     Live("supabase-token", "SUPABASE_ACCESS_TOKEN=", "sbp_{{hex:40}}"),
     Live("jwt", "SUPABASE_SERVICE_ROLE_KEY=", "{{jwt_role}}", "", Verdict.VALID),
     Live("vercel-token", "npx vercel deploy --prod --token ", "{{alnum:24}}", label="VERCEL_TOKEN"),
@@ -80,7 +81,8 @@ LIVE = [
     Live("stripe-secret-key", "STRIPE_RESTRICTED_KEY=", "rk_live_51{{alnum:97}}"),
     Live("sendgrid-api-key", "SENDGRID_API_KEY=", "SG.{{alnum:22}}.{{alnum:43}}"),
     Live("twilio-api-key", "TWILIO_API_KEY=", "SK{{hex:32}}", label="TWILIO_API_KEY"),
-    Live("twilio-auth-token", "curl https://api.twilio.com/2010-04-01/Accounts.json -u AC{{hex:32}}:", "{{hex:32}}", label="TWILIO_AUTH_TOKEN"),
+    Live("twilio-auth-token", "curl https://api.twilio.com/2010-04-01/Accounts.json -u AC{{hex:32}}:", "{{hex:32}}",
+         label="TWILIO_AUTH_TOKEN"),
     Live("mailgun-api-key", "MAILGUN_API_KEY=", "key-{{hex:32}}", label="MAILGUN_API_KEY"),
     Live("mailchimp-api-key", "MAILCHIMP_API_KEY=", "{{hex:32}}-us21"),
     Live("shopify-token", "SHOPIFY_ACCESS_TOKEN=", "shpat_{{hex:32}}"),
@@ -223,7 +225,8 @@ def test_live_cells_json_escaped_inside_a_tool_output(tmp_path, live_cells):
 
 def test_live_cells_base64_encoded(tmp_path, live_cells):
     cells = [
-        f"data:\n  {case.label}: " + base64.b64encode((secret if case.label != "SENTRY_DSN" else cell[11:]).encode()).decode()
+        f"data:\n  {case.label}: "
+        + base64.b64encode((secret if case.label != "SENTRY_DSN" else cell[11:]).encode()).decode()
         if case.label else "payload: " + base64.b64encode(cell.encode()).decode()
         for case, (cell, secret) in zip(LIVE, live_cells, strict=True)
     ]
@@ -308,7 +311,8 @@ def test_stripe_reasons():
     test = verify(expand("sk_test_51{{alnum:97}}"), "stripe-secret-key")
     assert (test.verdict, test.detail) == (Verdict.TEST_MODE, "Stripe test-mode secret key: no live data or money")
     publishable = verify(expand("pk_live_51{{alnum:97}}"), "stripe-publishable-key")
-    assert publishable.verdict == Verdict.TEST_MODE and "publishable key (live mode): meant for browsers" in publishable.detail
+    assert (publishable.verdict == Verdict.TEST_MODE
+            and "publishable key (live mode): meant for browsers" in publishable.detail)
     assert only("STRIPE_SECRET_KEY=" + expand("sk_test_51{{alnum:97}}")).severity == "low"
 
 
@@ -352,7 +356,8 @@ def test_context_anchored_families_need_their_name():
     named = (f"DD_API_KEY={values[0]}\nTWILIO_API_KEY={values[1]}\nMAILGUN_API_KEY={values[2]}\n"
              f"NOTION_TOKEN={values[3]}\nDISCORD_TOKEN={values[4]}\nCLOUDFLARE_API_TOKEN={values[5]}\n")
     assert [f.rule_id for f in findings(named)] == [
-        "datadog-api-key", "twilio-api-key", "mailgun-api-key", "notion-token", "discord-bot-token", "cloudflare-api-token"]
+        "datadog-api-key", "twilio-api-key", "mailgun-api-key", "notion-token", "discord-bot-token",
+        "cloudflare-api-token"]
 
 
 def test_no_full_secret_in_any_detail():
@@ -393,14 +398,17 @@ def test_every_new_kind_in_every_format_the_allowlist_and_redact(tmp_path, live_
         f"  - fingerprint: {f.fingerprint}\n    rule: {f.kind}\n    reason: reviewed test value\n"
         f"    reviewer: alice\n    reviewed: 2026-11-01\n" for f in report.findings
     )
-    allowed = scan([folder], options=ScanOptions(now=FIXED_NOW), allowlist=parse_allowlist(f"version: 1\nentries:\n{entries}"))
+    allowed = scan([folder], options=ScanOptions(now=FIXED_NOW),
+                   allowlist=parse_allowlist(f"version: 1\nentries:\n{entries}"))
     assert allowed.exit_code == 0 and not allowed.blocking
     wrong = entries.replace("rule: slack\n", "rule: discord\n")
-    partly = scan([folder], options=ScanOptions(now=FIXED_NOW), allowlist=parse_allowlist(f"version: 1\nentries:\n{wrong}"))
+    partly = scan([folder], options=ScanOptions(now=FIXED_NOW),
+                  allowlist=parse_allowlist(f"version: 1\nentries:\n{wrong}"))
     assert sorted(f.rule_id for f in partly.blocking) == ["slack-token", "slack-token", "slack-webhook"]
     # redact writes a copy holding none of the secrets.
     out = tmp_path / "clean"
-    proc = subprocess.run([sys.executable, "-m", "shardscan.cli", "redact", folder, "--out", str(out), "--now", "2026-12-02"],
+    proc = subprocess.run([sys.executable, "-m", "shardscan.cli", "redact", folder, "--out", str(out),
+                           "--now", "2026-12-02"],
                           capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr[-500:]
     cleaned = pq.read_table(out / "train-00000.parquet").column("text").to_pylist()

@@ -59,7 +59,8 @@ def _shard(path: Path, secrets: dict[str, str]) -> Path:
         # row 1: the file secret JSON-escaped inside a JSON string
         trace_row(instruction=json.dumps({"arguments": json.dumps({"token": secrets["file"]})})),
         # row 2: the fingerprinted secret base64-encoded in a command
-        trace_row(verifier_output=f"echo {base64.b64encode(('proxy ' + secrets['sha']).encode()).decode()} | base64 -d"),
+        trace_row(
+            verifier_output=f"echo {base64.b64encode(('proxy ' + secrets['sha']).encode()).decode()} | base64 -d"),
         # row 3: nothing
         trace_row([("assistant", "All done.")]),
     ]
@@ -101,7 +102,8 @@ def test_each_entry_is_found_in_its_encoding_at_its_cell(tmp_path, secrets):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_absent_secrets_are_stated_as_zero_occurrences_in_every_format(tmp_path, secrets, fmt):
-    shard = write_trace_shard(tmp_path / "data" / "clean.parquet", [trace_row([("user", "hello"), ("assistant", "hi")])])
+    shard = write_trace_shard(tmp_path / "data" / "clean.parquet",
+                              [trace_row([("user", "hello"), ("assistant", "hi")])])
     code, out = _scan([str(shard), "--known-secrets", secrets["list"]], {"IRIS_PROXY_TOKEN": secrets["env"]}, fmt)
     assert code == 0
     out = out.replace("`", "")  # Markdown and the card quote the entry as code
@@ -242,5 +244,6 @@ def test_an_occurrence_far_from_every_keyword_in_a_long_cell_is_found(secrets):
     text = "export HF_TOKEN=$HF_TOKEN\n" + filler + f"proxy token is {secrets['env']}\n" + filler
     findings, limits = scanner.scan_text(text)
     known = [f for f in findings if f.kind == "known-secret"]
-    assert [(f.start, f.end) for f in known] == [(text.index(secrets["env"]), text.index(secrets["env"]) + len(secrets["env"]))]
+    assert [(f.start, f.end) for f in known] == [
+        (text.index(secrets["env"]), text.index(secrets["env"]) + len(secrets["env"]))]
     assert limits == []

@@ -47,7 +47,8 @@ class Cell:
 
 # One live-shaped value per family (blocking).
 LIVE = [
-    Cell("openai-service-account-name", "OPENAI_API_KEY=", "{{openai:sk-eval-harness-}}", "\n", "openai-api-key", "valid"),
+    Cell("openai-service-account-name", "OPENAI_API_KEY=", "{{openai:sk-eval-harness-}}", "\n",
+         "openai-api-key", "valid"),
     Cell("openai-svcacct", "OPENAI_API_KEY=", "{{openai:sk-svcacct-}}", "", "openai-api-key", "valid"),
     Cell("openrouter", 'export OPENROUTER_API_KEY="', "sk-or-v1-{{hex:64}}", '"', "openrouter-api-key"),
     Cell("dashscope", "DASHSCOPE_API_KEY=", "sk-{{hex:32}}", "", "sk-hex-api-key"),
@@ -68,9 +69,11 @@ LIVE = [
     Cell("cohere", "COHERE_API_KEY=", "{{alnum:40}}", "", "cohere-api-key", var="COHERE_API_KEY"),
     Cell("mistral", "MISTRAL_API_KEY=", "{{alnum:32}}", "", "mistral-api-key", var="MISTRAL_API_KEY"),
     Cell("elevenlabs", "ELEVENLABS_API_KEY=", "sk_{{hex:48}}", "", "elevenlabs-api-key"),
-    Cell("elevenlabs-header", "-H 'xi-api-key: ", "{{hex:32}}", "'", "elevenlabs-api-key-legacy", var="ELEVENLABS_API_KEY"),
+    Cell("elevenlabs-header", "-H 'xi-api-key: ", "{{hex:32}}", "'", "elevenlabs-api-key-legacy",
+         var="ELEVENLABS_API_KEY"),
     Cell("databricks", "DATABRICKS_TOKEN=", "dapi{{hex:32}}", "", "databricks-token"),
-    Cell("gitlab-pat", "git remote add origin https://oauth2:", "glpat-{{b64url:20}}", "@gitlab.com/g/p.git", "gitlab-token"),
+    Cell("gitlab-pat", "git remote add origin https://oauth2:", "glpat-{{b64url:20}}", "@gitlab.com/g/p.git",
+         "gitlab-token"),
     Cell("gitlab-routable", "GITLAB_TOKEN=", "glpat-{{b64url:27}}.01.{{lower_alnum:9}}", "", "gitlab-token"),
     Cell("gitlab-deploy", "token: ", "gldt-{{b64url:20}}", "", "gitlab-token"),
     Cell("gitlab-runner", "--registration-token ", "GR1348941{{alnum:20}}", "", "gitlab-runner-registration-token"),
@@ -81,31 +84,36 @@ LIVE = [
     Cell("bitbucket", "https://me:", "ATBB{{alnum:28}}{{hexu:8}}", "@bitbucket.org/t/r.git", "bitbucket-app-password"),
     Cell("terraform", '"token": "', "{{alnum:14}}.atlasv1.{{b64url:67}}", '"', "terraform-cloud-token"),
     Cell("vault", "VAULT_TOKEN=", "hvs.CAESI{{b64url:90}}", "", "vault-token"),
-    Cell("onepassword", "OP_SERVICE_ACCOUNT_TOKEN=", "{{onepassword}}", "", "onepassword-service-account-token", "valid"),
+    Cell("onepassword", "OP_SERVICE_ACCOUNT_TOKEN=", "{{onepassword}}", "",
+         "onepassword-service-account-token", "valid"),
     Cell("doppler", "DOPPLER_TOKEN=", "dp.st.prd.{{alnum:43}}", "", "doppler-token"),
     Cell("pulumi", "PULUMI_ACCESS_TOKEN=", "pul-{{hex:40}}", "", "pulumi-access-token"),
 ]
 
 # Harmless twins: reported with a non-blocking verdict, or not reported at all.
 TWINS = [
-    Cell("openai-off-centre", "OPENAI_API_KEY=", "sk-{{alnum:12}}T3BlbkFJ{{alnum:28}}", "", "openai-api-key", "invalid"),
+    Cell("openai-off-centre", "OPENAI_API_KEY=", "sk-{{alnum:12}}T3BlbkFJ{{alnum:28}}", "",
+         "openai-api-key", "invalid"),
     Cell("openrouter-cut", "OPENROUTER_API_KEY=", "sk-or-v1-{{hex:40}}", "", "openrouter-api-key", "invalid"),
     Cell("sk-placeholder-words", "LLM_API_KEY=", "sk-YourApiKeyGoesHereReplaceMe123", "", "sk-api-key", "redacted"),
     # A placeholder under a key name: the generic rule reports it as a placeholder, never blocking.
-    Cell("sk-dashed-words", "LLM_API_KEY=", "sk-your-own-api-key-goes-here-1", "", "generic-secret-assignment", "redacted"),
+    Cell("sk-dashed-words", "LLM_API_KEY=", "sk-your-own-api-key-goes-here-1", "",
+         "generic-secret-assignment", "redacted"),
     Cell("sk-css-classes", '<div class="', "sk-button-primary-2xl-rounded-corners", '">', None),
     Cell("sklearn", "pip install scikit-learn # ", "sk-learn", "", None),
     Cell("css-flag", "--", "sk-primary-color-2", ": #fff", None),
     Cell("task-ids", "", "task-{{hex:32}} disk-{{hex:32}} ask-{{alnum:32}}", "", None),
     Cell("sk-masked", "key: ", "sk-proj-{{alnum:24}}", "****{{alnum:4}}", None),
     Cell("sk-ellipsis", "OPENAI_API_KEY=", "sk-...", "", None),
-    Cell("groq-placeholder", "GROQ_API_KEY=", "gsk_YourGroqApiKeyGoesHereReplaceMeWithTheRealOne1234567", "", "groq-api-key", "redacted"),
+    Cell("groq-placeholder", "GROQ_API_KEY=", "gsk_YourGroqApiKeyGoesHereReplaceMeWithTheRealOne1234567", "",
+         "groq-api-key", "redacted"),
     Cell("aiza-prose", "Google API keys start with ", "AIza", " and are 39 characters long.", None),
     Cell("npm-config", "echo $", "npm_config_registry", " $npm_package_version", None),
     Cell("npm-bad-checksum", "NPM_TOKEN=", "npm_{{alnum:36}}", "", "npm-access-token", "invalid"),
     Cell("pypi-expired", "TWINE_PASSWORD=", "{{pypi:expired}}", "", "pypi-api-token", "expired"),
     Cell("pypi-cut", "TWINE_PASSWORD=", "{{pypi:broken}}", "", "pypi-api-token", "invalid"),
-    Cell("onepassword-random", "OP_SERVICE_ACCOUNT_TOKEN=", "{{onepassword:broken}}", "", "onepassword-service-account-token", "invalid"),
+    Cell("onepassword-random", "OP_SERVICE_ACCOUNT_TOKEN=", "{{onepassword:broken}}", "",
+         "onepassword-service-account-token", "invalid"),
     Cell("gitlab-placeholder", "GITLAB_TOKEN=", "glpat-YourGitLabTokenGoesHere", "", "gitlab-token", "redacted"),
     Cell("wandb-git-sha", "git checkout ", "{{hex:40}}", "  # after wandb login", None),
     Cell("mistral-env-read", 'Mistral(api_key=os.environ["', "MISTRAL_API_KEY", '"])', None),
@@ -133,7 +141,8 @@ TWINS = [
     Cell("pulumi-short", "git log ", "pul-{{hex:12}}", "", None),
     Cell("pypi-elided", "TWINE_PASSWORD=", "pypi-AgEIcHlwaS5vcmc...", "", "password-assignment", "redacted"),
     Cell("onepassword-elided", "OP_SERVICE_ACCOUNT_TOKEN=", "ops_eyJ...", "", None),
-    Cell("openai-placeholder", "OPENAI_API_KEY=", "sk-proj-your-openai-key-T3BlbkFJ-goes-here-please", "", "openai-api-key", "redacted"),
+    Cell("openai-placeholder", "OPENAI_API_KEY=", "sk-proj-your-openai-key-T3BlbkFJ-goes-here-please", "",
+         "openai-api-key", "redacted"),
 ]
 
 BLOCKING = {"valid", "unverified"}
@@ -210,7 +219,7 @@ def test_each_family_in_a_parquet_shard_as_written_json_escaped_and_base64(shard
 
 
 def test_the_shard_blocks_on_exactly_the_live_cells(shard_report):
-    cells, report = shard_report.cells, shard_report.report
+    report = shard_report.report
     blocking_rows = sorted({f.location.row for f in report.findings if f.blocking})
     assert blocking_rows == list(range(len(LIVE)))
     assert {f.location.column for f in report.findings if f.blocking} == {"text", "json", "b64"}
@@ -258,7 +267,8 @@ def test_npm_checksum_is_githubs_scheme():
     assert verify(token, "npm-access-token").verdict == Verdict.VALID
     flipped = token[:-1] + ("A" if token[-1] != "A" else "B")
     bad = verify(flipped, "npm-access-token")
-    assert (bad.verdict, bad.detail) == (Verdict.INVALID, "npm access token whose CRC32 checksum does not match: invented or mangled")
+    assert (bad.verdict, bad.detail) == (
+        Verdict.INVALID, "npm access token whose CRC32 checksum does not match: invented or mangled")
 
 
 @pytest.mark.parametrize("arg, verdict, detail", [
@@ -297,7 +307,8 @@ def test_openai_name_part_is_not_a_broken_half():
     assert named.verdict == Verdict.VALID
     assert "build-bot" not in named.detail
     # A longer left half without a name (no dash before the halves) is still invented.
-    assert verify(expand("sk-proj-{{alnum:80}}T3BlbkFJ{{alnum:74}}", seed=3), "openai-api-key").verdict == Verdict.INVALID
+    assert (verify(expand("sk-proj-{{alnum:80}}T3BlbkFJ{{alnum:74}}", seed=3), "openai-api-key").verdict
+            == Verdict.INVALID)
 
 
 # ---- every new kind through the reports, the allowlist and redact, with data only ---------------
@@ -332,7 +343,8 @@ def test_allowlist_by_kind_and_redact_cover_the_new_kinds(shard_report, tmp_path
     (data / "shard.parquet").write_bytes(shard_report.path.read_bytes())
     blocking = [f for f in report.findings if f.blocking]
     entries = "\n".join(
-        f"  - fingerprint: {fp}\n    rule: {kind}\n    reason: reviewed test fixture\n    reviewer: Test\n    reviewed: 2026-12-01"
+        f"  - fingerprint: {fp}\n    rule: {kind}\n    reason: reviewed test fixture\n"
+        "    reviewer: Test\n    reviewed: 2026-12-01"
         for fp, kind in sorted({(f.fingerprint, f.kind) for f in blocking})
     )
     allowlist = tmp_path / "allowlist.yaml"

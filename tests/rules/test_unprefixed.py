@@ -73,14 +73,15 @@ def _cases() -> list[Case]:
     add(Case("url-no-password", "see https://git.acme-corp.net/org/repo and git@github.com:org/repo.git"))
     # --- Authorization: Basic (decoded), curl -u, mysql -p, sshpass -p, PGPASSWORD, docker login -p
     token = b64(f"reports:{pw('basic')}")
-    add(Case("basic-header", f"-H 'Authorization: Basic {token}' https://api.acme-corp.net", "basic-auth-header", token))
+    add(Case("basic-header", f"-H 'Authorization: Basic {token}' https://api.acme-corp.net", "basic-auth-header",
+             token))
     add(Case("basic-header-default", "Authorization: Basic " + b64("admin:admin"), "basic-auth-header",
              b64("admin:admin"), "example"))
     add(Case("basic-header-built-in-code", "headers['Authorization'] = 'Basic ' + base64(user + ':' + pw)"))
     p = pw("curl")
     add(Case("curl-u", f"curl -u ops:{p} https://grafana.acme-corp.net/api/health", "password-command-line", p))
-    add(Case("curl-u-variables", 'curl -u "$USER:$PASS" https://grafana.acme-corp.net', "password-command-line", "$PASS",
-             "redacted"))
+    add(Case("curl-u-variables", 'curl -u "$USER:$PASS" https://grafana.acme-corp.net', "password-command-line",
+             "$PASS", "redacted"))
     p = pw("mysql")
     add(Case("mysql-p-remote", f"mysql -h sql.acme-corp.net -uroot -p{p} shop", "password-command-line", p))
     p = pw("mysql-local")
@@ -177,7 +178,8 @@ def _cases() -> list[Case]:
 def _k8s_secret() -> tuple[str, str, str]:
     user, secret = "app", pw("k8s", 24)
     text = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-credentials\ntype: Opaque\ndata:\n"
-            f"  username: {b64(user)}\n  password: {b64(secret)}\nstringData:\n  REDIS_PASSWORD: \"{pw('k8s-string')}\"\n")
+            f"  username: {b64(user)}\n  password: {b64(secret)}\n"
+            f"stringData:\n  REDIS_PASSWORD: \"{pw('k8s-string')}\"\n")
     return text, b64(secret), pw("k8s-string")
 
 
@@ -238,7 +240,8 @@ def test_details_say_why_without_the_secret(report):
 
 def test_kubernetes_secret_data_is_decoded_and_string_data_read_as_is(report):
     row = len(CASES)
-    got = sorted(((f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in _at(report, row)), key=lambda x: x[1])
+    got = sorted(((f.rule_id, f.start, f.end, f.encoding, str(f.verdict)) for f in _at(report, row)),
+                 key=lambda x: x[1])
     start = K8S.index(K8S_DATA)
     plain = K8S.index(K8S_STRING)
     assert got == [

@@ -121,7 +121,8 @@ def test_footer_metadata_is_its_own_work_item(tmp_path, ruleset, options):
     assert plan.items == (WorkItem(shard, FOOTER), WorkItem(shard, 0))
     result = scan_item(Scanner(ruleset, options), plan.items[0])
     [finding] = result.findings
-    assert (finding.location.row, finding.location.column, finding.rule_id) == (-1, "__metadata__.note", "huggingface-token")
+    assert (finding.location.row, finding.location.column, finding.rule_id) == (
+        -1, "__metadata__.note", "huggingface-token")
 
 
 @pytest.mark.slow

@@ -59,7 +59,8 @@ def test_ray_engine_findings_are_identical_to_local(local_ray, dataset, options)
     assert [(f.verdict, f.blocking, f.preview) for f in distributed.findings] == [
         (f.verdict, f.blocking, f.preview) for f in local.findings
     ]
-    assert _issues(distributed) == _issues(local) == [(str(dataset / "corrupt.parquet")[len(str(dataset)) + 1 :], "unreadable", None, None)]
+    assert _issues(distributed) == _issues(local) == [
+        (str(dataset / "corrupt.parquet")[len(str(dataset)) + 1 :], "unreadable", None, None)]
     for field in ("shards", "row_groups", "rows", "cells", "bytes", "candidate_cells"):
         assert getattr(distributed.stats, field) == getattr(local.stats, field), field
     assert distributed.decision.exit_code == local.decision.exit_code == 3
@@ -70,7 +71,8 @@ def test_cli_connects_to_an_existing_ray_cluster(local_ray, dataset):
     args = [str(dataset / "train-00000-of-00003.parquet"), "--format", "json", "--now", "2026-12-02"]
     run = [sys.executable, "-m", "shardscan.cli", "scan", *args]
     local = subprocess.run(run, capture_output=True, text=True, env=env, timeout=120)
-    remote = subprocess.run([*run, "--engine", "ray", "--ray-address", local_ray], capture_output=True, text=True, env=env, timeout=120)
+    remote = subprocess.run([*run, "--engine", "ray", "--ray-address", local_ray],
+                            capture_output=True, text=True, env=env, timeout=120)
     assert (local.returncode, remote.returncode) == (1, 1), remote.stderr
     local_report, remote_report = json.loads(local.stdout), json.loads(remote.stdout)
     assert remote_report["findings"] == local_report["findings"]
