@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from shardscan import hyperscan_matcher
 from shardscan import arrow_compute as compute
+from shardscan import hyperscan_matcher
 from shardscan.decoders import (
     ansi,
     base64_,
