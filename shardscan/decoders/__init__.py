@@ -303,12 +303,15 @@ class KeywordSet:
         return tuple(text.count(k) for k in self.plain)
 
     def warm(self) -> None:
-        """Compile the keyword searches now (about 30 ms), e.g. before worker processes fork."""
-        _compiled(self.pattern)
+        """Compile the keyword searches now, e.g. before worker processes fork."""
+        forms = _forms_database(self.plain, self.encoded + self.nested) if self.plain_bytes else None
+        if forms is None:
+            # Python's alternation of every form (a quarter of a second) is only the fallback of
+            # Hyperscan's database: compiled ahead only where it is what ``matches`` runs.
+            _compiled(self.pattern)
         if self.plain_bytes:
             _bytes_alternation(self.plain_bytes)
             _keyword_database(self.plain)
-            _forms_database(self.plain, self.encoded + self.nested)
 
 
 @lru_cache(maxsize=8)

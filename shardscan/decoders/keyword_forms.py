@@ -156,7 +156,7 @@ def encoded_keyword_patterns(
       ``Ruleset.token_keywords``); none for context keywords (``Ruleset.context_keywords``).
     * Escaped punctuation, the way serialisers write it: each non-alphanumeric keyword character
       in any escape form next to the alphanumeric run beside it (``ghp\\u005f``,
-      ``%2DBEGIN``, ``sk&#45;ant``).
+      ``%2DBEGIN``, ``sk&#45;ant``), the runs of all keywords that share an escape in one pattern.
     * Fully escaped keywords (every character ``\\u00XX`` or ``%XX``): their first characters.
     * Encodings that cut every keyword apart select by their own shape (a hex dump's lines).
 
@@ -169,8 +169,8 @@ def encoded_keyword_patterns(
     in_runs = [k for k in keywords if k not in context_keywords]
     for decoder in registry:
         patterns.extend(decoder.keyword_forms(in_runs, token_keywords))
+    patterns.extend(_escaped_punctuation(registry, keywords))
     for keyword in keywords:
-        patterns.extend(_escaped_punctuation(registry, keyword))
         head = keyword[:FULLY_ESCAPED_CHARS]
         for decoder in registry:
             forms = [decoder.char_forms(char) for char in head]
@@ -188,19 +188,29 @@ def re2_literal(text: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "\\" + c for c in text)
 
 
-def _escaped_punctuation(decoders: tuple[Decoder, ...], keyword: str) -> list[str]:
-    """Patterns for ``keyword`` with one punctuation character escaped, anchored on its alphanumeric neighbour."""
+def _escaped_punctuation(decoders: tuple[Decoder, ...], keywords: Iterable[str]) -> list[str]:
+    """Patterns for keywords with one punctuation character escaped, anchored on its alphanumeric neighbour.
+
+    One pattern per escaped character and side, with the runs of every keyword beside it as one
+    alternation (``(?:AZURE|lin|rk)(?:\\u005[fF]|%5[Ff]|...)``): the same matches as a pattern per
+    keyword, and a few dozen expressions instead of hundreds for Hyperscan to compile on every start.
+    """
+    runs: dict[tuple[str, bool], list[str]] = {}
+    for keyword in keywords:
+        for i, char in enumerate(keyword):
+            if char.isalnum():
+                continue
+            forms = [form for decoder in decoders for form in decoder.char_forms(char)]
+            if not forms:
+                continue
+            escaped = "(?:" + "|".join(forms) + ")"
+            left, right = _alnum_neighbours(keyword, i)
+            if left < i:
+                runs.setdefault((escaped, True), []).append(re2_literal(keyword[left:i]))
+            elif right > i + 1:
+                runs.setdefault((escaped, False), []).append(re2_literal(keyword[i + 1 : right]))
     out: list[str] = []
-    for i, char in enumerate(keyword):
-        if char.isalnum():
-            continue
-        forms = [form for decoder in decoders for form in decoder.char_forms(char)]
-        if not forms:
-            continue
-        escaped = "(?:" + "|".join(forms) + ")"
-        left, right = _alnum_neighbours(keyword, i)
-        if left < i:
-            out.append(re2_literal(keyword[left:i]) + escaped)
-        elif right > i + 1:
-            out.append(escaped + re2_literal(keyword[i + 1 : right]))
+    for (escaped, after_run), found in runs.items():
+        alternation = "(?:" + "|".join(sorted(set(found))) + ")"
+        out.append(alternation + escaped if after_run else escaped + alternation)
     return out
