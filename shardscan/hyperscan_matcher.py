@@ -20,6 +20,7 @@ earlier in the process is not reused either.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -36,7 +37,12 @@ from shardscan.local_state import atomic_write, cache_key, seal, unseal
 try:
     import hyperscan
 except ImportError:  # no wheel for this platform: the prefilter uses RE2
-    hyperscan = None
+    hyperscan = None  # type: ignore[assignment]  # the module or None: every use checks enabled() first
+
+__all__ = [
+    "BATCH_MATCHES", "Compiled", "DENSE_AFTER_HITS", "DENSE_SHARE", "MATCHER_ENV", "PATTERN_CACHE_DIR",
+    "UNICODE_SINGLE_MATCH", "database", "enabled", "first_match_cells", "hyperscan", "ids_per_cell",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,7 @@ _CACHE_FORMAT = b"shardscan-hyperscan-4\n"
 # Per process, by (expressions, flags, partial, ids, cache_dir); ``None`` records a pattern set
 # Hyperscan refused. The folder is part of the key, so a database read from a file is never
 # handed to a caller that asked for no local state (``cache_dir=None``).
-_DATABASES: dict[tuple, Compiled | None] = {}
+_DATABASES: dict[tuple[tuple[str, ...], int, bool, tuple[int, ...], Path | None], Compiled | None] = {}
 
 # Flags for patterns over text (rule gates): Unicode classes, each pattern reported once per scan.
 UNICODE_SINGLE_MATCH = (
@@ -151,10 +157,8 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
 
     while position < end:
         ends.clear()
-        try:
+        with contextlib.suppress(hyperscan.ScanTerminated):
             db.scan(data[position:end], match_event_handler=on_match)
-        except hyperscan.ScanTerminated:
-            pass
         if not ends:
             break
         last_bytes = np.array(ends, dtype=np.int64) + (position - 1)

@@ -146,7 +146,7 @@ def _runs_in(padded: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
     while True:
         brk = _BREAK.match(padded, pos, hi)
         line = _LINE.match(padded, brk.end(), hi) if brk is not None else None
-        if line is None:
+        if brk is None or line is None:
             more = False
             break
         if len(lines) > 1 and len(lines[-1]) != first or len(lines) == 2 and not wrapped:
@@ -155,7 +155,8 @@ def _runs_in(padded: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
         lines.append(line.group())
         line_starts.append(line.start())
         pos = line.end()
-    padding = "" if more else _PADDING.match(padded, pos, hi).group()
+    padded_end = None if more else _PADDING.match(padded, pos, hi)  # (``={0,2}`` always matches)
+    padding = padded_end.group() if padded_end is not None else ""
     if len(lines) == 1:
         body = lines[0] + padding
         end = start + len(body)

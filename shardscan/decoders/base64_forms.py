@@ -63,9 +63,9 @@ def keyword_forms(keywords: Sequence[str], token_keywords: Collection[str] = ())
 
 def _keyword_patterns(
     keywords: Sequence[str], token_keywords: Collection[str]
-) -> dict[tuple, tuple[list[set[int]], list[list[set[int]]]]]:
+) -> dict[tuple[frozenset[int], ...], tuple[list[set[int]], list[list[set[int]]]]]:
     """Each keyword's byte pattern (its first bytes, then token characters for a token keyword), keyed for dedup."""
-    patterns: dict[tuple, tuple[list[set[int]], list[list[set[int]]]]] = {}
+    patterns: dict[tuple[frozenset[int], ...], tuple[list[set[int]], list[list[set[int]]]]] = {}
     for keyword in dict.fromkeys(keywords):
         if not 0 < len(keyword) <= CONTEXT_KEYWORD_CHARS:
             continue
@@ -178,8 +178,9 @@ def _alignments(pattern: list[set[int]]) -> list[list[set[int]] | None]:
             chars.pop(0)
         while chars and (chars[-1] is None or len(chars[-1]) == 64):
             chars.pop()
-        selective = None not in chars and sum(1 for values in chars if _fixed(values)) >= 3  # type: ignore[arg-type]
-        out.append(chars if selective else None)  # type: ignore[arg-type]
+        known_chars = [values for values in chars if values is not None]
+        selective = len(known_chars) == len(chars) and sum(1 for values in known_chars if _fixed(values)) >= 3
+        out.append(known_chars if selective else None)
     return out
 
 
@@ -289,7 +290,7 @@ def _levels(
     level = patterns
     for _ in range(depth):
         forms: list[str] = []
-        below: dict[tuple, tuple[list[set[int]], list[list[set[int]]]]] = {}
+        below: dict[tuple[frozenset[int], ...], tuple[list[set[int]], list[list[set[int]]]]] = {}
         for pattern, members in level:
             merged = _alignments(pattern)
             for align, chars in enumerate(merged):
@@ -311,7 +312,10 @@ def _merge_fast(
     position are found by grouping on the other positions, one pass per position (linear, not cubic)."""
     current = [(tuple(map(frozenset, pattern)), members) for pattern, members in patterns]
     for k in range(max((len(p) for p, _ in current), default=0)):
-        groups: dict[tuple, tuple[tuple[frozenset[int], ...], list[list[set[int]]]]] = {}
+        groups: dict[
+            tuple[int, tuple[frozenset[int], ...], tuple[frozenset[int], ...]],
+            tuple[tuple[frozenset[int], ...], list[list[set[int]]]],
+        ] = {}
         for frozen, members in current:
             key = (len(frozen), frozen[:k], frozen[k + 1 :])
             if key in groups:
