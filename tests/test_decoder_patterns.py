@@ -1,4 +1,4 @@
-"""Every decoder pattern that is searched through a text starts each top-level alternative with something the engine can look for."""
+"""Every decoder pattern searched through a text starts each top-level alternative with something searchable."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _searched_patterns() -> list[tuple[str, str, re.Pattern[str]]]:
         for attr, value in vars(module).items():
             if not isinstance(value, re.Pattern):
                 continue
-            uses = re.findall(r"\b%s\b(\.\w+)?(?!\s*=)" % re.escape(attr), source)
+            uses = re.findall(rf"\b{re.escape(attr)}\b(\.\w+)?(?!\s*=)", source)
             if uses and all(use in (".match", ".fullmatch") for use in uses):
                 continue
             found.append((name, attr, value))

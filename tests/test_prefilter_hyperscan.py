@@ -54,9 +54,11 @@ def test_re2_can_be_forced(monkeypatch):
 
 def _fragments() -> list[str]:
     """Pieces that make or almost make a keyword match, plain and encoded."""
-    pieces = ["x", "a", "7", " ", "/", "=", "\n", "\\n", "%3D", "\\u003d", "\\x3d", "é", "-----", "BEGIN", "PRIVATE KEY"]
+    pieces = ["x", "a", "7", " ", "/", "=", "\n", "\\n", "%3D", "\\u003d", "\\x3d", "é", "-----", "BEGIN"]
+    pieces += ["PRIVATE KEY"]
     pieces += TOKEN_KEYWORDS + [k[:-1] for k in TOKEN_KEYWORDS] + [k[1:] for k in TOKEN_KEYWORDS]
-    pieces += ["-----BEGIN", "LS0tLS1CRUdJTi", "tLS0tLUJFR0lO", "%2DBEGIN", "ghp\\u005f", "sk&#45;ant", "aws_secret_access_key"]
+    pieces += ["-----BEGIN", "LS0tLS1CRUdJTi", "tLS0tLUJFR0lO", "%2DBEGIN", "ghp\\u005f", "sk&#45;ant"]
+    pieces += ["aws_secret_access_key"]
     pieces += ["ZXlK", "Z2hwX", "eyJhbGci", "AKIAIOSF", "hf_abcdefg"]
     return pieces
 
@@ -108,7 +110,8 @@ def test_a_null_cell_is_never_selected_even_when_its_slot_holds_a_keyword(monkey
 def test_a_token_right_after_a_terminal_control_sequence_is_selected_and_found(sequence, monkeypatch):
     """Terminal captures put bracketed-paste, cursor and colour sequences (all ending in a letter)
     right before command output; the token after one still starts a token."""
-    token = "hf_" + "".join(random.Random(sequence).choices("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789", k=34))
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+    token = "hf_" + "".join(random.Random(sequence).choices(alphabet, k=34))
     cells = pa.array([f"$ cat token\r\n{sequence}{token}\r\n", f"plain{token}"], pa.large_string())
     assert _masks(cells, monkeypatch) == ([True, False], [True, False])
     found, _ = SCANNER.scan_text(cells[0].as_py())
@@ -131,7 +134,8 @@ def test_a_null_slot_whose_bytes_hold_a_keyword_is_not_selected():
     offsets = np.array([0, 5, 31, 35], dtype=np.int64)
     validity = np.packbits(np.array([1, 0, 1, 0, 0, 0, 0, 0], dtype=bool), bitorder="little")
     values = pa.Array.from_buffers(
-        pa.large_string(), 3, [pa.py_buffer(validity), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)], null_count=1
+        pa.large_string(), 3, [pa.py_buffer(validity), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)],
+        null_count=1,
     )
     assert PREFILTER.mask(values).tolist() == [False, False, False]
 
@@ -179,7 +183,8 @@ def test_a_cell_that_keeps_matching_costs_a_few_callbacks_and_the_scan_resumes_a
 
 
 @pytest.mark.parametrize(
-    "extra", [r"^start", r"end$", r"\bword", r"(?<=x)y", r"a.b", r"[^a]x", r"[é]x", r"\x{e9}", r"\p{Lu}", r"(?i)abc", r"\D"]
+    "extra",
+    [r"^start", r"end$", r"\bword", r"(?<=x)y", r"a.b", r"[^a]x", r"[é]x", r"\x{e9}", r"\p{Lu}", r"(?i)abc", r"\D"],
 )
 def test_an_extra_pattern_whose_meaning_differs_on_bytes_or_at_cell_boundaries_runs_in_re2(extra):
     assert Prefilter.from_keywords(["needle"], extra_patterns=[extra]).expressions == ()
@@ -277,7 +282,7 @@ def test_a_gate_that_folds_case_runs_in_hyperscan_and_keeps_unicode_folding(monk
     expected = [(0, 2, 3), (0, 1, 2), (2,), (1, 2), (0, 2, 3), (2, 3)]
     assert gate.rules_for(texts) == expected
     monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
-    assert [set(r) <= set(e) for r, e in zip(gate.rules_for(texts), expected)] == [True] * len(texts)
+    assert [set(r) <= set(e) for r, e in zip(gate.rules_for(texts), expected, strict=True)] == [True] * len(texts)
     assert gate.rules_for(texts)[1:4] == expected[1:4]
 
 
