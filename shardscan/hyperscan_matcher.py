@@ -41,7 +41,7 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
 
 __all__ = [
     "BATCH_MATCHES", "Compiled", "DENSE_AFTER_HITS", "DENSE_SHARE", "MATCHER_ENV", "PATTERN_CACHE_DIR",
-    "UNICODE_SINGLE_MATCH", "database", "enabled", "first_match_cells", "hyperscan", "ids_per_cell",
+    "UNICODE_SINGLE_MATCH", "database", "enabled", "first_match_cells", "hyperscan", "ids_per_cell", "spelled_out",
 ]
 
 log = logging.getLogger(__name__)
@@ -205,9 +205,86 @@ def _key(expressions: Sequence[str], flags: int, partial: bool, ids: Sequence[in
 
 
 def _build(expressions: Sequence[str], ids: Sequence[int], flags: int) -> Any:
+    if flags == 0:
+        # A trie of literals (the terminal-wrap decoder's cut keywords) compiles several times
+        # faster as its literals, each an expression under the trie's id. Hyperscan reports a match
+        # by the end offset and the id alone, so the callers see the same matches (a literal that
+        # ends another one reports that end twice, which they tolerate: they collect ends).
+        spelled: list[str] = []
+        spelled_ids: list[int] = []
+        for expression, expression_id in zip(expressions, ids, strict=True):
+            literals = spelled_out(expression)
+            spelled += literals if literals is not None else [expression]
+            spelled_ids += [expression_id] * (len(literals) if literals is not None else 1)
+        expressions, ids = spelled, spelled_ids
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=[e.encode("utf-8") for e in expressions], ids=list(ids), elements=len(ids), flags=flags)
     return db
+
+
+# At most this many literals replace one expression (a trie of a hundred keywords' cuts: ~600).
+MAX_SPELLINGS = 1024
+_ESCAPES = {"n": "\\n", "r": "\\r", "t": "\\t"}
+_META = frozenset(".^$*+?{}[]()|\\")
+
+
+def spelled_out(expression: str) -> list[str] | None:
+    """The literals (as expressions) ``expression`` matches when it is only ASCII literals, escapes,
+    ``(?:…|…)`` groups and ``?`` (a trie), and they number at most :data:`MAX_SPELLINGS`; else None.
+
+    Literals are kept escaped (``\\-``, ``\\n``); anything else (a class, a repeat, an anchor) gives None.
+    """
+    if "[" in expression or "{" in expression or "*" in expression or "+" in expression:
+        return None  # (the common case, decided without parsing)
+    try:
+        spellings, end = _alternation(expression, 0)
+    except ValueError:
+        return None
+    if end != len(expression) or "" in spellings:
+        return None
+    return list(dict.fromkeys(spellings))
+
+
+def _alternation(expression: str, at: int) -> tuple[list[str], int]:
+    out, at = _sequence(expression, at)
+    while at < len(expression) and expression[at] == "|":
+        more, at = _sequence(expression, at + 1)
+        out += more
+        if len(out) > MAX_SPELLINGS:
+            raise ValueError("too many spellings")
+    return out, at
+
+
+def _sequence(expression: str, at: int) -> tuple[list[str], int]:
+    out = [""]
+    while at < len(expression) and expression[at] not in "|)":
+        char = expression[at]
+        if expression.startswith("(?:", at):
+            atom, at = _alternation(expression, at + 3)
+            if at >= len(expression) or expression[at] != ")":
+                raise ValueError("unclosed group")
+            at += 1
+        elif char == "\\" and at + 1 < len(expression):
+            following = expression[at + 1]
+            if following in _ESCAPES:
+                atom = [_ESCAPES[following]]
+            elif following.isascii() and not following.isalnum() and following.isprintable():
+                atom = ["\\" + following]
+            else:
+                raise ValueError("an escape that is not a literal")
+            at += 2
+        elif char in _META or not char.isascii() or not char.isprintable():
+            raise ValueError("not a literal")
+        else:
+            atom = [char]
+            at += 1
+        if at < len(expression) and expression[at] == "?":
+            atom = [*atom, ""]
+            at += 1
+        out = [head + tail for head in out for tail in atom]
+        if len(out) > MAX_SPELLINGS:
+            raise ValueError("too many spellings")
+    return out, at
 
 
 def _compile(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import random
+import re
 import sys
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 from shardscan import hyperscan_matcher
 from shardscan import prefilter as prefilter_module
+from shardscan.decoders import terminal_wrap
 from shardscan.engine import Scanner
 from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.ruleset import load_ruleset
@@ -305,3 +307,40 @@ def test_every_builtin_gate_runs_in_hyperscan(monkeypatch):
     assert aws in gated and "{0,30}" in SCANNER.gate.gates[aws] and "{0,30}" not in SCANNER.gate.wide[aws]
 
 
+
+
+def test_a_trie_of_literals_is_compiled_as_its_literals() -> None:
+    """The terminal-wrap tries of cut keywords are spelled out; anything else is left as it is."""
+    words = ["gh", "ghp_", "ghp_x", "sk-ant", "sk-", "-----BEGIN", "a.b", "x\n> y", "x\nE   y"]
+    trie = terminal_wrap._trie(sorted(words))
+    spelled = hyperscan_matcher.spelled_out(trie)
+    assert spelled is not None
+    unescaped = [re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m[1], m[1]), s) for s in spelled]
+    assert sorted(unescaped) == sorted(words)
+    assert hyperscan_matcher.spelled_out(r"ab\r?\n") == [r"ab\r\n", r"ab\n"]
+    for other in (r"a[bc]", r"ab+", r"a{2}", r"^ab", r"a.b", r"\d", r"(?i)ab", r"(?:a)?", r"a|", "é", r"(?:ab"):
+        assert hyperscan_matcher.spelled_out(other) is None, other
+
+
+@pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="Hyperscan only")
+def test_spelled_out_tries_report_the_matches_of_the_trie() -> None:
+    """Every (expression, end) the prefilter's expressions report, with tries compiled as regexes
+    or as their literals, on keywords cut by a line break and a prefix at every position."""
+    ruleset = load_ruleset()
+    expressions = list(Scanner(ruleset).prefilter.expressions)
+    assert sum(1 for e in expressions if len(hyperscan_matcher.spelled_out(e) or ()) > 1) >= 5
+    as_regex = hyperscan_matcher.hyperscan.Database(mode=hyperscan_matcher.hyperscan.HS_MODE_BLOCK)
+    as_regex.compile(expressions=[e.encode() for e in expressions], ids=list(range(len(expressions))),
+                     elements=len(expressions))
+    spelled = hyperscan_matcher._build(expressions, list(range(len(expressions))), 0)
+    rng = random.Random(25)
+    texts = []
+    for keyword in ruleset.keywords:
+        for cut in range(1, len(keyword)):
+            brk = rng.choice(["\n", "\r\n", "\n> ", "\nE   ", "\n> > ", " "])
+            texts.append(f"x{keyword[:cut]}{brk}{keyword[cut:]}abc_{keyword}")
+    for text in texts:
+        found: list[set[tuple[int, int]]] = [set(), set()]
+        for db, into in ((as_regex, found[0]), (spelled, found[1])):
+            db.scan(text.encode(), match_event_handler=lambda i, _f, to, _fl, _c, into=into: into.add((i, to)))
+        assert found[0] == found[1], text
