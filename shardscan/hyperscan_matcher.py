@@ -25,7 +25,8 @@ import hashlib
 import logging
 import os
 import platform
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
 
 __all__ = [
     "BATCH_MATCHES", "Compiled", "DENSE_AFTER_HITS", "DENSE_SHARE", "MATCHER_ENV", "PATTERN_CACHE_DIR",
-    "UNICODE_SINGLE_MATCH", "database", "enabled", "first_match_cells", "hyperscan", "ids_per_cell", "spelled_out",
+    "UNICODE_SINGLE_MATCH", "compile_ahead", "database", "enabled", "first_match_cells", "hyperscan", "ids_per_cell",
+    "spelled_out",
 ]
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,9 @@ def database(
     # serves requests naming that folder only, so that --no-cache never runs a loaded database.
     compiled_here = (tuple(expressions), flags, partial, ids, None)
     memo = compiled_here[:-1] + (cache_dir,)
+    pending = _PENDING.pop(compiled_here, None)
+    if pending is not None:  # being compiled in the background (compile_ahead): wait for it
+        _DATABASES[compiled_here] = pending.result()
     if compiled_here in _DATABASES:
         compiled = _DATABASES[compiled_here]
         if cache_dir is not None and memo not in _DATABASES:
@@ -124,6 +129,67 @@ def database(
             _DATABASES[compiled_here] = _compile(path, key, expressions, ids, flags, partial)
             return _DATABASES[compiled_here]
     return _DATABASES[memo]
+
+
+class _Background:
+    """One compilation running in a thread of its own (Hyperscan releases the GIL while it compiles)."""
+
+    def __init__(self, job: Callable[[], Compiled | None]) -> None:
+        self._job = job
+        self._value: Compiled | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="hyperscan-compile", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._job()
+        except BaseException as error:  # handed to the thread that asks for the database
+            self._error = error
+
+    def result(self) -> Compiled | None:
+        """The compiled database, once the compilation has finished (its error, if it failed)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+# Compilations started by compile_ahead and not yet asked for, by the key of compiled_here.
+_PENDING: dict[tuple[tuple[str, ...], int, bool, tuple[int, ...], Path | None], _Background] = {}
+
+
+def compile_ahead(
+    expressions: Sequence[str], flags: int = 0, *, partial: bool = False, ids: Sequence[int] | None = None,
+) -> None:
+    """Start compiling the database :func:`database` will return for these arguments (without a cache
+    folder) in a background thread, and return at once.
+
+    Without a pattern cache a scan compiles three databases before reading a byte, each a few
+    tenths of a second on one core: started ahead, the prefilter's compiles while the caller goes
+    on to the next one. :func:`database` waits for it; so does every ``os.fork`` (worker processes
+    inherit the finished database, never a compilation cut in half).
+    """
+    if not enabled() or not expressions:
+        return
+    ids = tuple(ids) if ids is not None else tuple(range(len(expressions)))
+    here = (tuple(expressions), flags, partial, ids, None)
+    if here in _DATABASES or here in _PENDING:
+        return
+    key = _key(expressions, flags, partial, ids)
+    _PENDING[here] = _Background(lambda: _compile(None, key, here[0], here[3], flags, partial))
+
+
+def _finish_pending() -> None:
+    """Wait for every background compilation (before a fork: a child gets no thread of its parent)."""
+    while _PENDING:
+        here, pending = _PENDING.popitem()
+        # A failure is raised again where the database is asked for, compiled there in the open.
+        with contextlib.suppress(Exception):
+            _DATABASES[here] = pending.result()
+
+
+os.register_at_fork(before=_finish_pending)
 
 
 def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:

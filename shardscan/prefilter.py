@@ -127,8 +127,15 @@ class Prefilter:
         return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)), cache_dir)
 
     def warm(self) -> None:
-        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
-        hyperscan_matcher.database(self.expressions, cache_dir=self.cache_dir)
+        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork.
+
+        Without a cache folder the compilation runs in the background, alongside the caller's
+        next steps (the rule gate, the keyword searches); the first scan and every fork wait for it.
+        """
+        if self.cache_dir is None:
+            hyperscan_matcher.compile_ahead(self.expressions)
+        else:
+            hyperscan_matcher.database(self.expressions, cache_dir=self.cache_dir)
 
     def mask(self, values: pa.Array) -> np.ndarray:
         """Boolean mask of the cells of ``values`` that may hold a secret (nulls are False)."""

@@ -344,3 +344,32 @@ def test_spelled_out_tries_report_the_matches_of_the_trie() -> None:
         for db, into in ((as_regex, found[0]), (spelled, found[1])):
             db.scan(text.encode(), match_event_handler=lambda i, _f, to, _fl, _c, into=into: into.add((i, to)))
         assert found[0] == found[1], text
+
+
+def _compiled_in_child(expressions: tuple[str, ...], out) -> None:
+    """In a forked child: whether the parent's background compilation arrived finished."""
+    here = (expressions, 0, False, tuple(range(len(expressions))), None)
+    out.put(here in hyperscan_matcher._DATABASES and here not in hyperscan_matcher._PENDING)
+
+
+@pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="Hyperscan only")
+def test_a_database_compiled_ahead_is_waited_for_by_its_callers_and_by_a_fork() -> None:
+    import multiprocessing
+
+    expressions = tuple(f"ahead{i}_[a-f]{{2,4}}x" for i in range(300))
+    hyperscan_matcher.compile_ahead(expressions)
+    assert hyperscan_matcher.database(expressions) is not None
+    assert (expressions, 0, False, tuple(range(300)), None) not in hyperscan_matcher._PENDING
+    more = tuple(f"fork{i}_[a-f]{{2,4}}y" for i in range(300))
+    hyperscan_matcher.compile_ahead(more)
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    child = context.Process(target=_compiled_in_child, args=(more, out))
+    child.start()
+    child.join(60)
+    assert out.get(timeout=5) is True
+    compiled = hyperscan_matcher.database(more)
+    assert compiled is not None
+    found: list[int] = []
+    compiled.db.scan(b"..fork7_abcy..", match_event_handler=lambda i, _f, _t, _fl, _c: found.append(i))
+    assert found == [7]
