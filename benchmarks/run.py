@@ -354,7 +354,9 @@ def profiles_only(args: argparse.Namespace) -> None:
     load_after = os.getloadavg()
     if not gitleaks:
         notes.append("gitleaks is not installed on this machine (no binary on PATH; none was downloaded), so its "
-                     "time on the same rows was not measured in this run.")
+                     "time on the same rows was not measured in this run. The packaged routes were tried: Debian 12 "
+                     "has no gitleaks package, and PyPI and npm only carry third-party wrappers, whose bundled "
+                     "or downloaded binaries were not run here.")
     notes.append("Timed on byte-compiled modules (`compileall`), as a `pip install` leaves them."
                  if compiled else "Byte-compiling the package FAILED: timings include compiling every module.")
     notes.append("Only the profiles were run (`--profiles-only`/`--quick`): the full 2.15 GB corpus, the 1 GB "
