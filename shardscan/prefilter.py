@@ -328,8 +328,13 @@ class RuleGate:
         return cls(union, gates, wide_forms, cache_dir)
 
     def warm(self) -> None:
-        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
-        self._compiled()
+        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork (in the
+        background without a cache folder, as :meth:`Prefilter.warm`)."""
+        if self.cache_dir is None and self.union:
+            expressions, ids = self._expressions()
+            hyperscan_matcher.compile_ahead(expressions, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=ids)
+        else:
+            self._compiled()
 
     def rules_for(self, texts: list[str]) -> list[tuple[int, ...]]:
         """For each text, the indexes of the rules that may match its raw form (in rule order)."""
@@ -368,12 +373,16 @@ class RuleGate:
         """The Hyperscan database of the wide gates, its ids the rule indexes (None: RE2 runs them all)."""
         if not self.union:
             return None
+        expressions, ids = self._expressions()
+        return hyperscan_matcher.database(
+            expressions, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=ids, cache_dir=self.cache_dir
+        )
+
+    def _expressions(self) -> tuple[list[str], list[int]]:
+        """The wide gates Hyperscan runs, and their rule indexes."""
         wide = self.wide or self.gates
         eligible = {i: wide[i] or gate for i, gate in self._gated().items()}
-        return hyperscan_matcher.database(
-            list(eligible.values()), hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=list(eligible),
-            cache_dir=self.cache_dir,
-        )
+        return list(eligible.values()), list(eligible)
 
     def _rules_for_re2(self, array: pa.Array) -> list[tuple[int, ...]]:
         always = tuple(i for i, g in enumerate(self.gates) if g is None)
