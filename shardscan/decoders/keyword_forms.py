@@ -14,6 +14,10 @@ from shardscan.local_state import atomic_write, cache_key, seal, unseal
 
 __all__ = ["FULLY_ESCAPED_CHARS", "deep_keyword_patterns", "encoded_keyword_patterns", "nested_patterns", "re2_literal"]
 
+# Part of the cache key of derived deep forms: raised when their derivation changes within a version
+# (2: escaped forms written as literals), so that a pattern cache never serves the old ones.
+_DEEP_FORMS_FORMAT = 2
+
 # The functions take the decoder registry (``shardscan.decoders.DECODERS``) as an argument: this
 # module sits below the package that holds the registry, and the package re-exports them bound to it.
 
@@ -48,7 +52,9 @@ def deep_keyword_patterns(
         return list(_deep_keyword_patterns(registry, in_runs, tokens, depth))
     # Deriving the forms of a hundred rules' keywords takes seconds: a scan with a pattern cache
     # keeps them there, sealed like the compiled databases (a tampered file is derived again).
-    key = hashlib.sha256(json.dumps([sorted(in_runs), sorted(tokens), depth, __version__]).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps([sorted(in_runs), sorted(tokens), depth, __version__, _DEEP_FORMS_FORMAT]).encode()
+    ).hexdigest()
     path = cache_dir / f"deep-forms-{key}.json"
     label = f"deep-keyword-forms\0{key}"
     try:
