@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 
 def _string_leaves(array: pa.Array):
     dtype = array.type
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
+    if (pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_binary(dtype)
+            or pa.types.is_large_binary(dtype)):
         yield array
     elif pa.types.is_dictionary(dtype):
         yield array.dictionary

@@ -60,7 +60,15 @@ PLANTS: tuple[tuple[str, str], ...] = (
     ("{{pem:ec}}\n", "private-key"),
 )
 
-WORDS = ["the", "test", "fails", "because", "the", "function", "returns", "None", "when", "the", "input", "list", "is", "empty", "so", "we", "need", "to", "handle", "that", "case", "first", "then", "rerun", "the", "suite", "and", "check", "the", "coverage", "report", "before", "committing", "the", "change", "to", "the", "repository", "also", "update", "the", "documentation", "and", "the", "changelog", "make", "sure", "the", "linter", "passes", "and", "the", "type", "checker", "is", "happy", "with", "the", "new", "signature", "of", "the", "parser", "module", "which", "now", "accepts", "a", "path", "or", "a", "stream", "and", "raises", "a", "clear", "error", "message", "naming", "the", "file", "when", "the", "header", "is", "missing", "or", "malformed"]
+WORDS = [
+    "the", "test", "fails", "because", "the", "function", "returns", "None", "when", "the", "input", "list", "is",
+    "empty", "so", "we", "need", "to", "handle", "that", "case", "first", "then", "rerun", "the", "suite", "and",
+    "check", "the", "coverage", "report", "before", "committing", "the", "change", "to", "the", "repository",
+    "also", "update", "the", "documentation", "and", "the", "changelog", "make", "sure", "the", "linter", "passes",
+    "and", "the", "type", "checker", "is", "happy", "with", "the", "new", "signature", "of", "the", "parser",
+    "module", "which", "now", "accepts", "a", "path", "or", "a", "stream", "and", "raises", "a", "clear", "error",
+    "message", "naming", "the", "file", "when", "the", "header", "is", "missing", "or", "malformed",
+]
 
 SYSTEM_PROMPTS = [
     (
@@ -71,9 +79,13 @@ SYSTEM_PROMPTS = [
         "Available tools:\n"
         + json.dumps(
             [
-                {"name": "bash", "description": "Run a shell command", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}},
-                {"name": "str_replace_editor", "description": "View and edit files", "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"}}}},
-                {"name": "python", "description": "Run python code", "parameters": {"type": "object", "properties": {"code": {"type": "string"}}}},
+                {"name": "bash", "description": "Run a shell command",
+                 "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}},
+                {"name": "str_replace_editor", "description": "View and edit files",
+                 "parameters": {"type": "object", "properties": {
+                     "path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"}}}},
+                {"name": "python", "description": "Run python code",
+                 "parameters": {"type": "object", "properties": {"code": {"type": "string"}}}},
             ],
             indent=2,
         )
@@ -136,10 +148,13 @@ def test_fib():
 DENSE_NAMES = ("HF_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "aws_access_key_id",
                "aws_secret_access_key", "SLACK_BOT_TOKEN", "STRIPE_SECRET_KEY", "DATABASE_PASSWORD")
 DENSE_CODE = (
-    "import os\ntoken = os.environ['{name}']  # set by the CI runner\nif not token:\n    raise SystemExit('{name} is not set')\n",
+    "import os\ntoken = os.environ['{name}']  # set by the CI runner\n"
+    "if not token:\n    raise SystemExit('{name} is not set')\n",
     "api_key = os.getenv(\"{name}\")\nclient = Client(api_key=api_key, timeout={n})\n",
-    "def is_key_file(path):\n    with open(path) as fh:\n        for line in fh:\n            if line.startswith('-----BEGIN PRIVATE KEY-----'):\n"
-    "                return True\n            if line.startswith('-----BEGIN RSA PRIVATE KEY-----'):\n                return True\n    return False\n",
+    "def is_key_file(path):\n    with open(path) as fh:\n        for line in fh:\n"
+    "            if line.startswith('-----BEGIN PRIVATE KEY-----'):\n"
+    "                return True\n            if line.startswith('-----BEGIN RSA PRIVATE KEY-----'):\n"
+    "                return True\n    return False\n",
     "    assert '-----BEGIN OPENSSH PRIVATE KEY-----' not in body, 'refusing to log a key'  # rev {rev}\n",
     "[default]\n{name} = ${{{name}}}\nregion = us-east-1\n",
     "$ echo ${name} | wc -c\n{n}\n$ env | grep -c {name}\n1\n",
@@ -194,8 +209,10 @@ class Faker:
             pkg = self.rng.choice(PACKAGES)
             ver = f"{self.rng.randint(0, 3)}.{self.rng.randint(0, 30)}.{self.rng.randint(0, 9)}"
             lines.append(f"Collecting {pkg}=={ver}")
-            lines.append(f"  Downloading {pkg.replace('-', '_')}-{ver}-py3-none-any.whl ({self.rng.randint(10, 9000)} kB)")
-            lines.append(f"     ---------------------------------------- {self.rng.randint(1, 90)}.{self.rng.randint(0, 9)}/"
+            lines.append(f"  Downloading {pkg.replace('-', '_')}-{ver}-py3-none-any.whl "
+                         f"({self.rng.randint(10, 9000)} kB)")
+            lines.append(f"     ---------------------------------------- "
+                         f"{self.rng.randint(1, 90)}.{self.rng.randint(0, 9)}/"
                          f"{self.rng.randint(1, 90)}.0 MB {self.rng.randint(1, 60)}.0 MB/s eta 0:00:00")
             lines.append(f"    --hash=sha256:{self.hexs(64)}")
         lines.append("Successfully installed " + " ".join(f"{p}-1.{i}" for i, p in enumerate(PACKAGES[:8])))
@@ -213,7 +230,8 @@ class Faker:
     def terminal(self) -> str:
         rows = [f"total {self.rng.randint(10, 900)}"]
         for _ in range(self.rng.randint(5, 40)):
-            rows.append(f"-rw-r--r-- 1 root root {self.rng.randint(10, 99999):>6} Nov {self.rng.randint(1, 28):>2} 12:00 "
+            rows.append(f"-rw-r--r-- 1 root root {self.rng.randint(10, 99999):>6} "
+                        f"Nov {self.rng.randint(1, 28):>2} 12:00 "
                         f"{self.words(1)}_{self.hexs(6)}.py")
         rows.append(f"============ {self.rng.randint(1, 400)} passed, {self.rng.randint(0, 5)} failed in "
                     f"{self.rng.random() * 20:.2f}s ============")
@@ -264,8 +282,8 @@ class Faker:
 
     def cursor(self) -> str:
         """A JSON page with a pagination cursor: base64 of a small JSON object, so it starts ``eyJ``."""
-        token = base64.urlsafe_b64encode(json.dumps(
-            {"page": self.rng.randint(1, 500), "after": self.uuid(), "sort": "created_at"}).encode()).decode().rstrip("=")
+        page = json.dumps({"page": self.rng.randint(1, 500), "after": self.uuid(), "sort": "created_at"})
+        token = base64.urlsafe_b64encode(page.encode()).decode().rstrip("=")
         return json.dumps({"data": [{"id": self.uuid(), "name": self.words(2)} for _ in range(self.rng.randint(2, 6))],
                            "next": f"https://api.example.com/v2/items?cursor={token}", "cursor": token})
 

@@ -20,11 +20,13 @@ earlier in the process is not reused either.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import platform
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,13 @@ from shardscan.local_state import atomic_write, cache_key, seal, unseal
 try:
     import hyperscan
 except ImportError:  # no wheel for this platform: the prefilter uses RE2
-    hyperscan = None
+    hyperscan = None  # type: ignore[assignment]  # the module or None: every use checks enabled() first
+
+__all__ = [
+    "BATCH_MATCHES", "Compiled", "DENSE_AFTER_HITS", "DENSE_SHARE", "MATCHER_ENV", "PATTERN_CACHE_DIR",
+    "UNICODE_SINGLE_MATCH", "compile_ahead", "database", "enabled", "first_match_cells", "hyperscan", "ids_per_cell",
+    "spelled_out",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +54,7 @@ _CACHE_FORMAT = b"shardscan-hyperscan-4\n"
 # Per process, by (expressions, flags, partial, ids, cache_dir); ``None`` records a pattern set
 # Hyperscan refused. The folder is part of the key, so a database read from a file is never
 # handed to a caller that asked for no local state (``cache_dir=None``).
-_DATABASES: dict[tuple, Compiled | None] = {}
+_DATABASES: dict[tuple[tuple[str, ...], int, bool, tuple[int, ...], Path | None], Compiled | None] = {}
 
 # Flags for patterns over text (rule gates): Unicode classes, each pattern reported once per scan.
 UNICODE_SINGLE_MATCH = (
@@ -98,6 +106,9 @@ def database(
     # serves requests naming that folder only, so that --no-cache never runs a loaded database.
     compiled_here = (tuple(expressions), flags, partial, ids, None)
     memo = compiled_here[:-1] + (cache_dir,)
+    pending = _PENDING.pop(compiled_here, None)
+    if pending is not None:  # being compiled in the background (compile_ahead): wait for it
+        _DATABASES[compiled_here] = pending.result()
     if compiled_here in _DATABASES:
         compiled = _DATABASES[compiled_here]
         if cache_dir is not None and memo not in _DATABASES:
@@ -118,6 +129,67 @@ def database(
             _DATABASES[compiled_here] = _compile(path, key, expressions, ids, flags, partial)
             return _DATABASES[compiled_here]
     return _DATABASES[memo]
+
+
+class _Background:
+    """One compilation running in a thread of its own (Hyperscan releases the GIL while it compiles)."""
+
+    def __init__(self, job: Callable[[], Compiled | None]) -> None:
+        self._job = job
+        self._value: Compiled | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="hyperscan-compile", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._job()
+        except BaseException as error:  # handed to the thread that asks for the database
+            self._error = error
+
+    def result(self) -> Compiled | None:
+        """The compiled database, once the compilation has finished (its error, if it failed)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+# Compilations started by compile_ahead and not yet asked for, by the key of compiled_here.
+_PENDING: dict[tuple[tuple[str, ...], int, bool, tuple[int, ...], Path | None], _Background] = {}
+
+
+def compile_ahead(
+    expressions: Sequence[str], flags: int = 0, *, partial: bool = False, ids: Sequence[int] | None = None,
+) -> None:
+    """Start compiling the database :func:`database` will return for these arguments (without a cache
+    folder) in a background thread, and return at once.
+
+    Without a pattern cache a scan compiles three databases before reading a byte, each a few
+    tenths of a second on one core: started ahead, the prefilter's compiles while the caller goes
+    on to the next one. :func:`database` waits for it; so does every ``os.fork`` (worker processes
+    inherit the finished database, never a compilation cut in half).
+    """
+    if not enabled() or not expressions:
+        return
+    ids = tuple(ids) if ids is not None else tuple(range(len(expressions)))
+    here = (tuple(expressions), flags, partial, ids, None)
+    if here in _DATABASES or here in _PENDING:
+        return
+    key = _key(expressions, flags, partial, ids)
+    _PENDING[here] = _Background(lambda: _compile(None, key, here[0], here[3], flags, partial))
+
+
+def _finish_pending() -> None:
+    """Wait for every background compilation (before a fork: a child gets no thread of its parent)."""
+    while _PENDING:
+        here, pending = _PENDING.popitem()
+        # A failure is raised again where the database is asked for, compiled there in the open.
+        with contextlib.suppress(Exception):
+            _DATABASES[here] = pending.result()
+
+
+os.register_at_fork(before=_finish_pending)
 
 
 def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:
@@ -151,10 +223,8 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
 
     while position < end:
         ends.clear()
-        try:
+        with contextlib.suppress(hyperscan.ScanTerminated):
             db.scan(data[position:end], match_event_handler=on_match)
-        except hyperscan.ScanTerminated:
-            pass
         if not ends:
             break
         last_bytes = np.array(ends, dtype=np.int64) + (position - 1)
@@ -201,9 +271,86 @@ def _key(expressions: Sequence[str], flags: int, partial: bool, ids: Sequence[in
 
 
 def _build(expressions: Sequence[str], ids: Sequence[int], flags: int) -> Any:
+    if flags == 0:
+        # A trie of literals (the terminal-wrap decoder's cut keywords) compiles several times
+        # faster as its literals, each an expression under the trie's id. Hyperscan reports a match
+        # by the end offset and the id alone, so the callers see the same matches (a literal that
+        # ends another one reports that end twice, which they tolerate: they collect ends).
+        spelled: list[str] = []
+        spelled_ids: list[int] = []
+        for expression, expression_id in zip(expressions, ids, strict=True):
+            literals = spelled_out(expression)
+            spelled += literals if literals is not None else [expression]
+            spelled_ids += [expression_id] * (len(literals) if literals is not None else 1)
+        expressions, ids = spelled, spelled_ids
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=[e.encode("utf-8") for e in expressions], ids=list(ids), elements=len(ids), flags=flags)
     return db
+
+
+# At most this many literals replace one expression (a trie of a hundred keywords' cuts: ~600).
+MAX_SPELLINGS = 1024
+_ESCAPES = {"n": "\\n", "r": "\\r", "t": "\\t"}
+_META = frozenset(".^$*+?{}[]()|\\")
+
+
+def spelled_out(expression: str) -> list[str] | None:
+    """The literals (as expressions) ``expression`` matches when it is only ASCII literals, escapes,
+    ``(?:…|…)`` groups and ``?`` (a trie), and they number at most :data:`MAX_SPELLINGS`; else None.
+
+    Literals are kept escaped (``\\-``, ``\\n``); anything else (a class, a repeat, an anchor) gives None.
+    """
+    if "[" in expression or "{" in expression or "*" in expression or "+" in expression:
+        return None  # (the common case, decided without parsing)
+    try:
+        spellings, end = _alternation(expression, 0)
+    except ValueError:
+        return None
+    if end != len(expression) or "" in spellings:
+        return None
+    return list(dict.fromkeys(spellings))
+
+
+def _alternation(expression: str, at: int) -> tuple[list[str], int]:
+    out, at = _sequence(expression, at)
+    while at < len(expression) and expression[at] == "|":
+        more, at = _sequence(expression, at + 1)
+        out += more
+        if len(out) > MAX_SPELLINGS:
+            raise ValueError("too many spellings")
+    return out, at
+
+
+def _sequence(expression: str, at: int) -> tuple[list[str], int]:
+    out = [""]
+    while at < len(expression) and expression[at] not in "|)":
+        char = expression[at]
+        if expression.startswith("(?:", at):
+            atom, at = _alternation(expression, at + 3)
+            if at >= len(expression) or expression[at] != ")":
+                raise ValueError("unclosed group")
+            at += 1
+        elif char == "\\" and at + 1 < len(expression):
+            following = expression[at + 1]
+            if following in _ESCAPES:
+                atom = [_ESCAPES[following]]
+            elif following.isascii() and not following.isalnum() and following.isprintable():
+                atom = ["\\" + following]
+            else:
+                raise ValueError("an escape that is not a literal")
+            at += 2
+        elif char in _META or not char.isascii() or not char.isprintable():
+            raise ValueError("not a literal")
+        else:
+            atom = [char]
+            at += 1
+        if at < len(expression) and expression[at] == "?":
+            atom = [*atom, ""]
+            at += 1
+        out = [head + tail for head in out for tail in atom]
+        if len(out) > MAX_SPELLINGS:
+            raise ValueError("too many spellings")
+    return out, at
 
 
 def _compile(

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +30,9 @@ def _re2_literal(keyword: str) -> str:
 # rule that declares such keywords has a lookbehind inside this set. (The sequence's parameters
 # are matched unbounded: Hyperscan 0.9 misses matches of a bounded ``[0-9;]{0,16}`` in this
 # alternation, and a superset is harmless.)
-TOKEN_BOUNDARY = r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|%25[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt]|\[[0-9;?]*[A-Za-z@]"
+TOKEN_BOUNDARY = (
+    r"[^A-Za-z0-9]|%[0-9A-Fa-f]{2}|%25[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|\\[nrt]|\[[0-9;?]*[A-Za-z@]"
+)
 TOKEN_START = r"(?:^|" + TOKEN_BOUNDARY + ")"
 # Hyperscan gets the terminal-sequence boundary as an expression of its own (the same union of
 # matches): in one alternation with the others, its unbounded parameters made the expression's
@@ -60,9 +63,10 @@ def _hyperscan_exact(pattern: str) -> bool:
             return False
         if escaped:
             escaped = False
-            if char.isalnum() and char not in "dswnrtfv":
-                if char != "x" or not re.fullmatch(r"[0-7][0-9A-Fa-f]", pattern[i + 1 : i + 3]):
-                    return False
+            if char.isalnum() and char not in "dswnrtfv" and (
+                char != "x" or not re.fullmatch(r"[0-7][0-9A-Fa-f]", pattern[i + 1 : i + 3])
+            ):
+                return False
         elif char == "\\":
             escaped = True
         elif in_class:
@@ -116,14 +120,22 @@ class Prefilter:
         if not parts:
             return cls(pattern="", cache_dir=cache_dir)
         deep = sorted(set(hyperscan_patterns) - set(extras))
-        expressions = tuple(plain + ([f"(?:{b}){tokens}" for b in _HYPERSCAN_BOUNDARIES] if tokens else []) + extras + deep)
+        bounded = [f"(?:{b}){tokens}" for b in _HYPERSCAN_BOUNDARIES] if tokens else []
+        expressions = tuple(plain + bounded + extras + deep)
         if not all(_hyperscan_exact(e) for e in extras + deep):
             expressions = ()
         return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)), cache_dir)
 
     def warm(self) -> None:
-        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
-        hyperscan_matcher.database(self.expressions, cache_dir=self.cache_dir)
+        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork.
+
+        Without a cache folder the compilation runs in the background, alongside the caller's
+        next steps (the rule gate, the keyword searches); the first scan and every fork wait for it.
+        """
+        if self.cache_dir is None:
+            hyperscan_matcher.compile_ahead(self.expressions)
+        else:
+            hyperscan_matcher.database(self.expressions, cache_dir=self.cache_dir)
 
     def mask(self, values: pa.Array) -> np.ndarray:
         """Boolean mask of the cells of ``values`` that may hold a secret (nulls are False)."""
@@ -210,7 +222,7 @@ class Prefilter:
         for values, mask in zip(targets, out, strict=True):
             offsets = value_offsets(values)
             data = values.buffers()[2] if offsets is not None and len(values) else None
-            if data is None:
+            if offsets is None or data is None:
                 continue
             raw = np.frombuffer(data, dtype=np.uint8)
             starts = offsets[:-1].astype(np.int64)
@@ -249,12 +261,13 @@ def _keyword_heads(keywords: tuple[bytes, ...]) -> tuple[int, np.ndarray]:
 def _re2(values: pa.Array, pattern: str) -> np.ndarray:
     """RE2's mask of the cells of ``values`` holding a match of ``pattern`` (nulls are False)."""
     matched = compute.match_substring_regex(values, pattern)
-    return compute.fill_null(matched, False).to_numpy(zero_copy_only=False)
+    return cast(np.ndarray, compute.fill_null(matched, False).to_numpy(zero_copy_only=False))
 
 
 def value_offsets(values: pa.Array) -> np.ndarray | None:
     """The ``len + 1`` value offsets of a string or binary array (either width), else ``None``."""
     kind = values.type
+    width: type[np.signedinteger[Any]]
     if pa.types.is_string(kind) or pa.types.is_binary(kind):
         width = np.int32
     elif pa.types.is_large_string(kind) or pa.types.is_large_binary(kind):
@@ -308,15 +321,20 @@ class RuleGate:
         wide_forms = tuple(wide) if wide is not None else gates
         if len(wide_forms) != len(gates):
             raise ValueError("one wide gate per rule")
-        wide_forms = tuple(w if g is not None and w is not None else g for g, w in zip(gates, wide_forms))
+        wide_forms = tuple(w if g is not None and w is not None else g for g, w in zip(gates, wide_forms, strict=True))
         union = "|".join(f"(?:{p})" for p in gates if p is not None)
         if union and not _re2_compiles(union):
             return cls("", tuple(None for _ in gates), cache_dir=cache_dir)
         return cls(union, gates, wide_forms, cache_dir)
 
     def warm(self) -> None:
-        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork."""
-        self._compiled()
+        """Compile (or load) the Hyperscan database now, e.g. before worker processes fork (in the
+        background without a cache folder, as :meth:`Prefilter.warm`)."""
+        if self.cache_dir is None and self.union:
+            expressions, ids = self._expressions()
+            hyperscan_matcher.compile_ahead(expressions, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=ids)
+        else:
+            self._compiled()
 
     def rules_for(self, texts: list[str]) -> list[tuple[int, ...]]:
         """For each text, the indexes of the rules that may match its raw form (in rule order)."""
@@ -333,8 +351,8 @@ class RuleGate:
         found = hyperscan_matcher.ids_per_cell(compiled, offsets, memoryview(data if data is not None else b""))
         # Hyperscan ids are rule indexes; the gates it refused run in RE2.
         for rule in sorted(set(self._gated()) - set(compiled.ids)):
-            for text_index in np.flatnonzero(_re2(array, self.gates[rule])):
-                found[int(text_index)].add(rule)
+            for hit in np.flatnonzero(_re2(array, self._gated()[rule])):
+                found[int(hit)].add(rule)
         # RE2 folds case by Unicode's rules, where two non-ASCII letters fold to ASCII ones
         # (``ſ`` to s, the Kelvin sign to k). Hyperscan's folding is its own: a text holding either
         # keeps every rule whose gate folds case, so that no gate drops a rule RE2 would keep.
@@ -355,12 +373,16 @@ class RuleGate:
         """The Hyperscan database of the wide gates, its ids the rule indexes (None: RE2 runs them all)."""
         if not self.union:
             return None
-        wide = self.wide or self.gates
-        eligible = {i: wide[i] for i in self._gated()}
+        expressions, ids = self._expressions()
         return hyperscan_matcher.database(
-            list(eligible.values()), hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=list(eligible),
-            cache_dir=self.cache_dir,
+            expressions, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=ids, cache_dir=self.cache_dir
         )
+
+    def _expressions(self) -> tuple[list[str], list[int]]:
+        """The wide gates Hyperscan runs, and their rule indexes."""
+        wide = self.wide or self.gates
+        eligible = {i: wide[i] or gate for i, gate in self._gated().items()}
+        return list(eligible.values()), list(eligible)
 
     def _rules_for_re2(self, array: pa.Array) -> list[tuple[int, ...]]:
         always = tuple(i for i, g in enumerate(self.gates) if g is None)

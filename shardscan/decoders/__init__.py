@@ -15,8 +15,6 @@ installed) and the derivation of the keyword forms the prefilter selects cells b
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,12 +23,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from shardscan import __version__, hyperscan_matcher
 from shardscan import arrow_compute as compute
+from shardscan import hyperscan_matcher
+from shardscan.decoders import keyword_forms
 from shardscan.decoders.base import Decoded, Decoder, OffsetMap
+from shardscan.decoders.keyword_forms import re2_literal as _re2_literal
 from shardscan.decoders.registry import DECODERS
 from shardscan.decoders.walk import NEAR_AFTER, NEAR_BEFORE, DecodeBudget, DecodeLimits, KeywordSearch, View, views
-from shardscan.local_state import atomic_write, cache_key, seal, unseal
 
 # What a Hyperscan scan raises when a match handler stops it (the first match answers the question).
 try:
@@ -238,12 +237,15 @@ class KeywordSet:
         return tuple(text.count(k) for k in self.plain)
 
     def warm(self) -> None:
-        """Compile the keyword searches now (about 30 ms), e.g. before worker processes fork."""
-        _compiled(self.pattern)
+        """Compile the keyword searches now, e.g. before worker processes fork."""
+        forms = _forms_database(self.plain, self.encoded + self.nested) if self.plain_bytes else None
+        if forms is None:
+            # Python's alternation of every form (a quarter of a second) is only the fallback of
+            # Hyperscan's database: compiled ahead only where it is what ``matches`` runs.
+            _compiled(self.pattern)
         if self.plain_bytes:
             _bytes_alternation(self.plain_bytes)
             _keyword_database(self.plain)
-            _forms_database(self.plain, self.encoded + self.nested)
 
 
 @lru_cache(maxsize=8)
@@ -307,182 +309,25 @@ def _re2_search(pattern: str, value: str | bytes) -> bool:
 
 
 def nested_patterns() -> list[str]:
-    """RE2 patterns, from every decoder, of encoded runs whose decoding is itself encoded text.
-
-    A decoded view holding one is kept and decoded again, whatever keywords it shows (base64 of
-    base64 shows none until decoded twice). They are keyword-free, so they do not grow with the rules.
-    """
-    return list(dict.fromkeys(form for decoder in DECODERS.values() for form in decoder.nested_forms()))
+    """RE2 patterns, from every decoder, of encoded runs whose decoding is itself encoded text (see
+    :func:`shardscan.decoders.keyword_forms.nested_patterns`)."""
+    return keyword_forms.nested_patterns(DECODERS.values())
 
 
 def deep_keyword_patterns(
     keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = (),
     depth: int = 3, cache_dir: Path | None = None,
 ) -> list[str]:
-    """RE2 patterns (for the prefilter) of keywords nested deeper than one encoding, up to ``depth`` decodings.
-
-    From every decoder that re-encodes whole runs: its forms of a keyword encoded 2 to ``depth``
-    times, and of a keyword written with one escaped punctuation character (``ghp\\u005f``,
-    ``sk%2Dant``) encoded once (base64 of an escaped tool call, of a percent-encoded URL).
-    Context keywords get none, as for the first level. ``cache_dir``: the folder of sealed
-    compiled patterns, where the derived forms are kept too (None: derived in memory).
-    """
-    in_runs = tuple(k for k in dict.fromkeys(keywords) if k and k not in context_keywords)
-    if depth < 2 or not in_runs:
-        return []
-    tokens = frozenset(token_keywords)
-    if cache_dir is None:
-        return list(_deep_keyword_patterns(in_runs, tokens, depth))
-    # Deriving the forms of a hundred rules' keywords takes seconds: a scan with a pattern cache
-    # keeps them there, sealed like the compiled databases (a tampered file is derived again).
-    key = hashlib.sha256(json.dumps([sorted(in_runs), sorted(tokens), depth, __version__]).encode()).hexdigest()
-    path = cache_dir / f"deep-forms-{key}.json"
-    label = f"deep-keyword-forms\0{key}"
-    try:
-        payload = unseal(cache_key(), label, path.read_bytes())
-        if payload is not None:
-            return list(json.loads(payload))
-    except (OSError, ValueError):
-        pass
-    forms = list(_deep_keyword_patterns(in_runs, tokens, depth))
-    secret = cache_key()
-    if secret is not None:
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, seal(secret, label, json.dumps(forms).encode()))
-        except OSError:  # a cache that cannot be written only costs time
-            pass
-    return forms
-
-
-@lru_cache(maxsize=4)
-def _deep_keyword_patterns(keywords: tuple[str, ...], token_keywords: frozenset[str], depth: int) -> tuple[str, ...]:
-    # Cached: deriving the levels takes tens of milliseconds, and a command may build more than
-    # one scanner for the same rules (the allowlist's secret check, the scan).
-    escaped = [pattern for keyword in keywords for pattern in _escaped_byte_patterns(keyword)]
-    return tuple(dict.fromkeys(
-        form for decoder in DECODERS.values() for form in decoder.deep_keyword_forms(keywords, token_keywords, escaped, depth)
-    ))
-
-
-def _alnum_neighbours(keyword: str, i: int) -> tuple[int, int]:
-    """The bounds of the alphanumeric runs on either side of ``keyword[i]``: ``keyword[left:i]`` and
-    ``keyword[i + 1:right]``."""
-    left = i
-    while left > 0 and keyword[left - 1].isalnum():
-        left -= 1
-    right = i + 1
-    while right < len(keyword) and keyword[right].isalnum():
-        right += 1
-    return left, right
-
-
-def _escaped_byte_patterns(keyword: str) -> list[list[set[int]]]:
-    """Byte patterns of ``keyword``'s first escapable punctuation character escaped by each decoder
-    (``ghp\\u005[fF]``), with the alphanumeric run beside it (as :func:`_escaped_punctuation`)."""
-    out: list[list[set[int]]] = []
-    for i, char in enumerate(keyword):
-        if char.isalnum():
-            continue
-        left, right = _alnum_neighbours(keyword, i)
-        for form in (f for decoder in DECODERS.values() for f in decoder.char_forms(char)):
-            escape = _literal_pattern(form)
-            if escape is None:
-                continue
-            if left < i:
-                out.append([{b} for b in keyword[left:i].encode()] + escape)
-            elif right > i + 1:
-                out.append(escape + [{b} for b in keyword[i + 1 : right].encode()])
-        break
-    return out
-
-
-def _literal_pattern(regex: str) -> list[set[int]] | None:
-    """A char form (``\\u005[fF]``, ``&#0{0,6}95;``) as bytes per position, in its shortest spelling.
-
-    Understands literals, backslash escapes, classes of literal characters and ``{0,n}`` (taken as
-    none); anything else gives None.
-    """
-    out: list[set[int]] = []
-    i = 0
-    while i < len(regex):
-        char = regex[i]
-        if char == "\\" and i + 1 < len(regex):
-            out.append({ord(regex[i + 1])})
-            i += 2
-        elif char == "[":
-            end = regex.find("]", i)
-            if end < 0:
-                return None
-            out.append({ord(c) for c in regex[i + 1 : end].replace("\\", "")})
-            i = end + 1
-        elif char == "{":
-            end = regex.find("}", i)
-            if end < 0 or not regex[i + 1 : end].startswith("0,") or not out:
-                return None
-            out.pop()  # the repeated item, zero times
-            i = end + 1
-        elif char.isalnum() or char in "%&#;:_-":
-            out.append({ord(char)})
-            i += 1
-        else:
-            return None
-    return out if all(b < 0x80 for p in out for b in p) else None
+    """RE2 patterns of keywords nested deeper than one encoding, from every decoder (see
+    :func:`shardscan.decoders.keyword_forms.deep_keyword_patterns`)."""
+    return keyword_forms.deep_keyword_patterns(
+        DECODERS.values(), keywords, token_keywords, context_keywords, depth, cache_dir
+    )
 
 
 def encoded_keyword_patterns(
     keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = ()
 ) -> list[str]:
-    """RE2 patterns matching the encoded forms of ``keywords`` (for the prefilter).
-
-    * Whole-keyword forms from decoders that re-encode a whole run: base64 at its three byte
-      alignments (with the token characters that follow a token keyword, see
-      ``Ruleset.token_keywords``); none for context keywords (``Ruleset.context_keywords``).
-    * Escaped punctuation, the way serialisers write it: each non-alphanumeric keyword character
-      in any escape form next to the alphanumeric run beside it (``ghp\\u005f``,
-      ``%2DBEGIN``, ``sk&#45;ant``).
-    * Fully escaped keywords (every character ``\\u00XX`` or ``%XX``): their first characters.
-    * Encodings that cut every keyword apart select by their own shape (a hex dump's lines).
-
-    The patterns are a superset filter, kept small on purpose: RE2 compiles the alternation for
-    every Arrow array it filters, and a compact pattern keeps that cost negligible.
-    """
-    keywords = [k for k in dict.fromkeys(keywords) if k]
-    patterns: list[str] = []
-    in_runs = [k for k in keywords if k not in context_keywords]
-    for decoder in DECODERS.values():
-        patterns.extend(decoder.keyword_forms(in_runs, token_keywords))
-    for keyword in keywords:
-        patterns.extend(_escaped_punctuation(keyword))
-        head = keyword[:FULLY_ESCAPED_CHARS]
-        for decoder in DECODERS.values():
-            forms = [decoder.char_forms(char) for char in head]
-            if all(len(f) == 1 for f in forms):
-                patterns.append("".join(f[0] for f in forms))
-    return list(dict.fromkeys(patterns))
-
-
-# How many leading characters of a fully escaped keyword the prefilter looks for.
-FULLY_ESCAPED_CHARS = 4
-
-
-def _re2_literal(text: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "\\" + c for c in text)
-
-
-def _escaped_punctuation(keyword: str) -> list[str]:
-    """Patterns for ``keyword`` with one punctuation character escaped, anchored on its alphanumeric neighbour."""
-    out: list[str] = []
-    for i, char in enumerate(keyword):
-        if char.isalnum():
-            continue
-        forms = [form for decoder in DECODERS.values() for form in decoder.char_forms(char)]
-        if not forms:
-            continue
-        escaped = "(?:" + "|".join(forms) + ")"
-        left, right = _alnum_neighbours(keyword, i)
-        if left < i:
-            out.append(_re2_literal(keyword[left:i]) + escaped)
-        elif right > i + 1:
-            out.append(escaped + _re2_literal(keyword[i + 1 : right]))
-    return out
+    """RE2 patterns matching the encoded forms of ``keywords``, from every decoder (see
+    :func:`shardscan.decoders.keyword_forms.encoded_keyword_patterns`)."""
+    return keyword_forms.encoded_keyword_patterns(DECODERS.values(), keywords, token_keywords, context_keywords)

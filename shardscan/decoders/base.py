@@ -110,9 +110,9 @@ class Decoder:
     # RE2 patterns for keywords this encoding re-encodes 2 to ``depth`` times, and for keywords
     # written with an escape (byte patterns) encoded once: a keyword nested deeper than one level
     # (see ``shardscan.decoders.deep_keyword_patterns``).
-    deep_keyword_forms: Callable[[Sequence[str], Collection[str], Sequence[Sequence[set[int]]], int], list[str]] = field(
-        default=lambda _k, _t, _e, _d: []
-    )
+    deep_keyword_forms: Callable[
+        [Sequence[str], Collection[str], Sequence[Sequence[set[int]]], int], list[str]
+    ] = field(default=lambda _k, _t, _e, _d: [])
 
 
 def substitute(

@@ -90,51 +90,58 @@ class _Run:
 
 
 class _Runs:
-    """Per kind of prefix (None: no prefix), each line's run, computed once per kind and text."""
+    """Per kind of prefix (None: no prefix), each line's run, computed once per kind and text.
+
+    A run is found from the line asked about, outwards, when first asked: most kinds of prefix
+    are on few lines of a text, and testing every line of a long window for every kind cost more
+    than the rest of the decoder.
+    """
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
-        self._cache: dict[LinePrefix | None, tuple[list[int], list[_Run]]] = {}
+        self._cache: dict[tuple[LinePrefix | None, int], _Run] = {}
+        self._widths: dict[tuple[LinePrefix | None, int], int] = {}
 
     def run(self, kind: LinePrefix | None, index: int) -> _Run:
         """The run of ``kind`` holding line ``index`` (which carries that prefix)."""
-        if kind not in self._cache:
-            self._cache[kind] = self._build(kind)
-        run_of, runs = self._cache[kind]
-        return runs[run_of[index]]
+        found = self._cache.get((kind, index))
+        if found is None:
+            first = index
+            while self.width(kind, first - 1) >= 0:
+                first -= 1
+            last = index
+            while self.width(kind, last + 1) >= 0:
+                last += 1
+            found = self._build(kind, first, last)
+            for member in range(first, last + 1):
+                self._cache[(kind, member)] = found
+        return found
 
     def width(self, kind: LinePrefix | None, index: int) -> int:
         """The width of line ``index`` after its prefix of ``kind`` (-1 when there is no such line or prefix)."""
         if not 0 <= index < len(self.lines):
             return -1
-        line = self.lines[index]
-        at = 0 if kind is None else prefix_length(line, kind)
-        return -1 if at < 0 or not line else len(line) - at
+        if kind is None:
+            return len(self.lines[index]) or -1
+        key = (kind, index)
+        width = self._widths.get(key)
+        if width is None:
+            line = self.lines[index]
+            at = prefix_length(line, kind)
+            width = self._widths[key] = -1 if at < 0 or not line else len(line) - at
+        return width
 
-    def _build(self, kind: LinePrefix | None) -> tuple[list[int], list[_Run]]:
-        run_of: list[int] = []
-        runs: list[_Run] = []
+    def _build(self, kind: LinePrefix | None, first: int, last: int) -> _Run:
+        """The run of lines ``first`` to ``last`` (each carrying a prefix of ``kind``)."""
         widest = -1
         pure: dict[int, bool] = {}
-        inside = False
-        for index in range(len(self.lines)):
+        for index in range(first, last + 1):
             width = self.width(kind, index)
-            if width < 0:
-                if inside:
-                    runs.append(_Run(widest, frozenset(w for w, p in pure.items() if p)))
-                    inside = False
-                run_of.append(-1)
-                continue
-            if not inside:
-                inside, widest, pure = True, -1, {}
             widest = max(widest, width)
             if width >= MIN_WIDTH and pure.get(width, True):
                 line = self.lines[index]
                 pure[width] = _STANDARD_BASE64.fullmatch(line, len(line) - width) is not None
-            run_of.append(len(runs))
-        if inside:
-            runs.append(_Run(widest, frozenset(w for w, p in pure.items() if p)))
-        return run_of, runs
+        return _Run(widest, frozenset(w for w, p in pure.items() if p))
 
 
 def _wraps(text: str) -> list[tuple[int, int]]:

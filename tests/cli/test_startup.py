@@ -67,7 +67,8 @@ def scan_in_fresh_interpreter(tmp_path: Path, secret: str, jobs: int) -> dict:
         "from datetime import UTC, datetime\n"
         "from shardscan.api import scan\n"
         "from shardscan.engine import ScanOptions\n"
-        f"report = scan([{str(shard.parent)!r}], options=ScanOptions(now=datetime(2026, 12, 2, tzinfo=UTC)), jobs={jobs})\n"
+        "options = ScanOptions(now=datetime(2026, 12, 2, tzinfo=UTC))\n"
+        f"report = scan([{str(shard.parent)!r}], options=options, jobs={jobs})\n"
         "found = [(f.location.row, f.location.column, f.rule_id, f.verdict.value) for f in report.findings]\n"
         f"print(json.dumps([found, {loaded()}, gc.get_freeze_count(), gc.isenabled()]))\n"
     )

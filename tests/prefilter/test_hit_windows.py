@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.generate import generate, manifest_path
+from benchmarks.generate import generate, generator_digest, manifest_path
 from shardscan import hit_windows, hyperscan_matcher, synth
 from shardscan.engine import Scanner, ScanOptions
 from shardscan.ruleset import load_ruleset
@@ -125,3 +126,33 @@ def test_the_seed_profile_gives_the_same_findings(tmp_path: Path, ruleset) -> No
     located = {(f.location.row, f.location.column, f.rule_id) for f in whole.findings}
     assert len(planted) == 7
     assert all((p["row"], p["column"], p["rule_id"]) in located for p in planted)
+
+
+# Findings on a fixed `seed` profile shard, recorded from the code before the throughput work:
+# the benchmark's planted credentials and everything else the rules report there (look-alikes
+# included) must stay the same, offset for offset. Locations and rules only: no secret is stored.
+# After an intended change of the rules or the generator, regenerate with
+# ``SHARDSCAN_UPDATE_GOLDEN=1 python -m pytest tests/prefilter/test_hit_windows.py -k recorded`` and review the diff.
+RECORDED_SEED = Path(__file__).resolve().parents[1] / "data" / "seed_profile_findings.json"
+
+
+def seed_profile_findings(folder: Path, ruleset) -> list[list[object]]:
+    """The findings of a 2 MB `seed` profile shard (fixed seed, 7 planted credentials), scanned by default."""
+    generate(folder, mb=2.0, shards=1, row_groups=2, seed=5, plants_per_shard=7, profile="seed")
+    table = pq.read_table(next(folder.glob("*.parquet")))
+    result = Scanner(ruleset, ScanOptions(now=NOW)).scan_table(table, "seed")
+    return [
+        [f.location.row, f.location.column, f.start, f.end, f.rule_id, list(f.encoding), f.verdict.value, f.count]
+        for f in sorted(result.findings, key=lambda f: f.sort_key())
+    ]
+
+
+def test_the_seed_profile_findings_are_the_recorded_ones(tmp_path: Path, ruleset) -> None:
+    findings = seed_profile_findings(tmp_path / "seed", ruleset)
+    if os.environ.get("SHARDSCAN_UPDATE_GOLDEN"):
+        RECORDED_SEED.write_text(json.dumps({"generator": generator_digest(), "findings": findings}, indent=0) + "\n")
+    recorded = json.loads(RECORDED_SEED.read_text())
+    planted = json.loads(manifest_path(tmp_path / "seed").read_text())["planted"]
+    assert len(planted) == 7
+    assert all([p["row"], p["column"]] in [f[:2] for f in findings] for p in planted)
+    assert findings == recorded["findings"]

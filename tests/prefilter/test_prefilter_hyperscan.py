@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import random
+import re
 import sys
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 from shardscan import hyperscan_matcher
 from shardscan import prefilter as prefilter_module
+from shardscan.decoders import terminal_wrap
 from shardscan.engine import Scanner
 from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.ruleset import load_ruleset
@@ -54,9 +56,11 @@ def test_re2_can_be_forced(monkeypatch):
 
 def _fragments() -> list[str]:
     """Pieces that make or almost make a keyword match, plain and encoded."""
-    pieces = ["x", "a", "7", " ", "/", "=", "\n", "\\n", "%3D", "\\u003d", "\\x3d", "é", "-----", "BEGIN", "PRIVATE KEY"]
+    pieces = ["x", "a", "7", " ", "/", "=", "\n", "\\n", "%3D", "\\u003d", "\\x3d", "é", "-----", "BEGIN"]
+    pieces += ["PRIVATE KEY"]
     pieces += TOKEN_KEYWORDS + [k[:-1] for k in TOKEN_KEYWORDS] + [k[1:] for k in TOKEN_KEYWORDS]
-    pieces += ["-----BEGIN", "LS0tLS1CRUdJTi", "tLS0tLUJFR0lO", "%2DBEGIN", "ghp\\u005f", "sk&#45;ant", "aws_secret_access_key"]
+    pieces += ["-----BEGIN", "LS0tLS1CRUdJTi", "tLS0tLUJFR0lO", "%2DBEGIN", "ghp\\u005f", "sk&#45;ant"]
+    pieces += ["aws_secret_access_key"]
     pieces += ["ZXlK", "Z2hwX", "eyJhbGci", "AKIAIOSF", "hf_abcdefg"]
     return pieces
 
@@ -109,7 +113,8 @@ def test_a_null_cell_is_never_selected_even_when_its_slot_holds_a_keyword(monkey
 def test_a_token_right_after_a_terminal_control_sequence_is_selected_and_found(sequence, monkeypatch):
     """Terminal captures put bracketed-paste, cursor and colour sequences (all ending in a letter)
     right before command output; the token after one still starts a token."""
-    token = "hf_" + "".join(random.Random(sequence).choices("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789", k=34))
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+    token = "hf_" + "".join(random.Random(sequence).choices(alphabet, k=34))
     cells = pa.array([f"$ cat token\r\n{sequence}{token}\r\n", f"plain{token}"], pa.large_string())
     assert _masks(cells, monkeypatch) == ([True, False], [True, False])
     found, _ = SCANNER.scan_text(cells[0].as_py())
@@ -132,7 +137,8 @@ def test_a_null_slot_whose_bytes_hold_a_keyword_is_not_selected():
     offsets = np.array([0, 5, 31, 35], dtype=np.int64)
     validity = np.packbits(np.array([1, 0, 1, 0, 0, 0, 0, 0], dtype=bool), bitorder="little")
     values = pa.Array.from_buffers(
-        pa.large_string(), 3, [pa.py_buffer(validity), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)], null_count=1
+        pa.large_string(), 3, [pa.py_buffer(validity), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)],
+        null_count=1,
     )
     assert PREFILTER.mask(values).tolist() == [False, False, False]
 
@@ -180,7 +186,8 @@ def test_a_cell_that_keeps_matching_costs_a_few_callbacks_and_the_scan_resumes_a
 
 
 @pytest.mark.parametrize(
-    "extra", [r"^start", r"end$", r"\bword", r"(?<=x)y", r"a.b", r"[^a]x", r"[é]x", r"\x{e9}", r"\p{Lu}", r"(?i)abc", r"\D"]
+    "extra",
+    [r"^start", r"end$", r"\bword", r"(?<=x)y", r"a.b", r"[^a]x", r"[é]x", r"\x{e9}", r"\p{Lu}", r"(?i)abc", r"\D"],
 )
 def test_an_extra_pattern_whose_meaning_differs_on_bytes_or_at_cell_boundaries_runs_in_re2(extra):
     assert Prefilter.from_keywords(["needle"], extra_patterns=[extra]).expressions == ()
@@ -279,7 +286,7 @@ def test_a_gate_that_folds_case_runs_in_hyperscan_and_keeps_unicode_folding(monk
     expected = [(0, 2, 3), (0, 1, 2), (2,), (1, 2), (0, 2, 3), (2, 3)]
     assert gate.rules_for(texts) == expected
     monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
-    assert [set(r) <= set(e) for r, e in zip(gate.rules_for(texts), expected)] == [True] * len(texts)
+    assert [set(r) <= set(e) for r, e in zip(gate.rules_for(texts), expected, strict=True)] == [True] * len(texts)
     assert gate.rules_for(texts)[1:4] == expected[1:4]
 
 
@@ -302,3 +309,69 @@ def test_every_builtin_gate_runs_in_hyperscan(monkeypatch):
     assert aws in gated and "{0,30}" in SCANNER.gate.gates[aws] and "{0,30}" not in SCANNER.gate.wide[aws]
 
 
+
+
+def test_a_trie_of_literals_is_compiled_as_its_literals() -> None:
+    """The terminal-wrap tries of cut keywords are spelled out; anything else is left as it is."""
+    words = ["gh", "ghp_", "ghp_x", "sk-ant", "sk-", "-----BEGIN", "a.b", "x\n> y", "x\nE   y"]
+    trie = terminal_wrap._trie(sorted(words))
+    spelled = hyperscan_matcher.spelled_out(trie)
+    assert spelled is not None
+    unescaped = [re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m[1], m[1]), s) for s in spelled]
+    assert sorted(unescaped) == sorted(words)
+    assert hyperscan_matcher.spelled_out(r"ab\r?\n") == [r"ab\r\n", r"ab\n"]
+    for other in (r"a[bc]", r"ab+", r"a{2}", r"^ab", r"a.b", r"\d", r"(?i)ab", r"(?:a)?", r"a|", "é", r"(?:ab"):
+        assert hyperscan_matcher.spelled_out(other) is None, other
+
+
+@pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="Hyperscan only")
+def test_spelled_out_tries_report_the_matches_of_the_trie() -> None:
+    """Every (expression, end) the prefilter's expressions report, with tries compiled as regexes
+    or as their literals, on keywords cut by a line break and a prefix at every position."""
+    ruleset = load_ruleset()
+    expressions = list(Scanner(ruleset).prefilter.expressions)
+    assert sum(1 for e in expressions if len(hyperscan_matcher.spelled_out(e) or ()) > 1) >= 5
+    as_regex = hyperscan_matcher.hyperscan.Database(mode=hyperscan_matcher.hyperscan.HS_MODE_BLOCK)
+    as_regex.compile(expressions=[e.encode() for e in expressions], ids=list(range(len(expressions))),
+                     elements=len(expressions))
+    spelled = hyperscan_matcher._build(expressions, list(range(len(expressions))), 0)
+    rng = random.Random(25)
+    texts = []
+    for keyword in ruleset.keywords:
+        for cut in range(1, len(keyword)):
+            brk = rng.choice(["\n", "\r\n", "\n> ", "\nE   ", "\n> > ", " "])
+            texts.append(f"x{keyword[:cut]}{brk}{keyword[cut:]}abc_{keyword}")
+    for text in texts:
+        found: list[set[tuple[int, int]]] = [set(), set()]
+        for db, into in ((as_regex, found[0]), (spelled, found[1])):
+            db.scan(text.encode(), match_event_handler=lambda i, _f, to, _fl, _c, into=into: into.add((i, to)))
+        assert found[0] == found[1], text
+
+
+def _compiled_in_child(expressions: tuple[str, ...], out) -> None:
+    """In a forked child: whether the parent's background compilation arrived finished."""
+    here = (expressions, 0, False, tuple(range(len(expressions))), None)
+    out.put(here in hyperscan_matcher._DATABASES and here not in hyperscan_matcher._PENDING)
+
+
+@pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="Hyperscan only")
+def test_a_database_compiled_ahead_is_waited_for_by_its_callers_and_by_a_fork() -> None:
+    import multiprocessing
+
+    expressions = tuple(f"ahead{i}_[a-f]{{2,4}}x" for i in range(300))
+    hyperscan_matcher.compile_ahead(expressions)
+    assert hyperscan_matcher.database(expressions) is not None
+    assert (expressions, 0, False, tuple(range(300)), None) not in hyperscan_matcher._PENDING
+    more = tuple(f"fork{i}_[a-f]{{2,4}}y" for i in range(300))
+    hyperscan_matcher.compile_ahead(more)
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    child = context.Process(target=_compiled_in_child, args=(more, out))
+    child.start()
+    child.join(60)
+    assert out.get(timeout=5) is True
+    compiled = hyperscan_matcher.database(more)
+    assert compiled is not None
+    found: list[int] = []
+    compiled.db.scan(b"..fork7_abcy..", match_event_handler=lambda i, _f, _t, _fl, _c: found.append(i))
+    assert found == [7]
