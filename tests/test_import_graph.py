@@ -184,3 +184,13 @@ def test_the_engine_layers_point_one_way():
     below = {"shardscan.engine", "shardscan.filescan", *(m for m in MODULES if m.startswith("shardscan.scanning"))}
     wrong = {(m, t) for m in below for t in graph[m] if t in run_layer or t == "shardscan.cli"}
     assert not wrong, sorted(wrong)
+
+
+# A module over this many lines holds more than one job (docs/architecture.md, "Module sizes").
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_the_size_limit():
+    long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by job): {long}"
+    assert len(MODULES["shardscan.engine"].read_text().splitlines()) < 250, "engine.py is the facade only"
