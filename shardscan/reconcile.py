@@ -65,21 +65,8 @@ def apply_allowlist(
 
 def _reconciled(entry: AllowlistEntry, state: EntryState, findings: int) -> ReconciledEntry:
     """The entry as reports list it (metadata only), in ``state`` with the findings it matched."""
-    return ReconciledEntry(
-        entry=entry.index,
-        line=entry.line,
-        fingerprint=entry.fingerprint,
-        rule=entry.rule,
-        shard=entry.shard,
-        column=entry.column,
-        reason=entry.reason,
-        reviewer=entry.reviewer,
-        reviewed=entry.reviewed.isoformat(),
-        expires=entry.expires.isoformat() if entry.expires else None,
-        row=entry.row,
-        state=state,
-        findings=findings,
-    )
+    # AllowlistEntry.to_dict names exactly the entry's fields of a ReconciledEntry, in its order.
+    return ReconciledEntry(**entry.to_dict(), state=state, findings=findings)
 
 
 def apply_policy(results: list[ShardResult], policy: Policy) -> list[ShardResult]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -60,22 +60,8 @@ class ReconciledEntry:
     findings: int
 
     def to_dict(self) -> JsonObject:
-        """The entry as the JSON report spells it (keys in contract order)."""
-        return {
-            "entry": self.entry,
-            "line": self.line,
-            "fingerprint": self.fingerprint,
-            "rule": self.rule,
-            "shard": self.shard,
-            "column": self.column,
-            "reason": self.reason,
-            "reviewer": self.reviewer,
-            "reviewed": self.reviewed,
-            "expires": self.expires,
-            "row": self.row,
-            "state": str(self.state),
-            "findings": self.findings,
-        }
+        """The entry as the JSON report spells it (keys in contract order: the fields' order)."""
+        return {**asdict(self), "state": str(self.state)}
 
 
 @dataclass(frozen=True, slots=True)
