@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan.errors import ShardReadError, describe_remote_error
-from shardscan.reader.cells import LeafCells, flatten_column, is_string_like, key_label
+from shardscan.reader.cells import LeafCells, field_label, flatten_column, is_string_like, key_label
 from shardscan.reader.parquet_footer import (
     Footer,
     IntegrityError,
@@ -51,11 +51,14 @@ class ParquetShard(pq.ParquetFile):  # type: ignore[misc]  # pyarrow ships no ty
         self.footer = footer
 
 
-def open_parquet(shard: ShardRef) -> ParquetShard:
+def open_parquet(shard: ShardRef, *, check_footer: bool = True) -> ParquetShard:
     """Open a shard's footer; raise ShardReadError naming the shard when it is not readable Parquet.
 
     Page checksums are verified where the writer stored them: a page whose bytes changed is an
-    unreadable row group, never decoded as if it were intact.
+    unreadable row group, never decoded as if it were intact. ``check_footer`` parses the footer
+    ourselves first (pure Python, about 30x the footer's size in memory) to refuse one that would
+    crash pyarrow; a caller that opens a shard already opened with the check (a worker reading
+    the row groups of a planned shard) leaves it out, and the footer checks parse it again.
     """
     try:
         handle = shard.open()
@@ -65,7 +68,7 @@ def open_parquet(shard: ShardRef) -> ParquetShard:
         handle.seek(0)
         if head != b"PAR1":
             raise ShardReadError(shard.display, "not a readable Parquet file (bad magic bytes at the start)")
-        footer = _parse_footer(handle)
+        footer = _parse_footer(handle) if check_footer else None
         # pyarrow aborts the whole process (no exception) on some malformed column metadata: such
         # a shard is refused here, before pyarrow builds any.
         if footer is not None and (risks := crash_risks(footer.meta)):
@@ -97,22 +100,6 @@ def row_group_offsets(parquet: pq.ParquetFile) -> list[int]:
     return offsets
 
 
-def read_row_group(
-    shard: ShardRef, parquet: pq.ParquetFile, index: int, row_offset: int, *, threads: bool = True
-) -> RowGroupBatch:
-    """Read and flatten one row group (columns decoded in parallel if ``threads``); raise
-    ShardReadError naming the row group on failure. (No integrity checks: see
-    :func:`iter_row_group_slices`, which the engine reads through.)"""
-    try:
-        columns = string_columns(parquet)
-        if columns is not None and not columns:  # nothing can hold text: only the row count is needed
-            return RowGroupBatch(index, row_offset, parquet.metadata.row_group(index).num_rows, ())
-    except Exception as exc:
-        raise _unreadable(shard, parquet, index, exc) from None
-    return batch_from_table(_read_table(shard, parquet, index, columns, threads), index, row_offset,
-                            parquet.schema_arrow)
-
-
 def _read_table(shard: ShardRef, parquet: pq.ParquetFile, index: int, columns: list[str] | None,
                 threads: bool) -> pa.Table:
     """One row group's ``columns`` (None: all) as a table."""
@@ -125,7 +112,9 @@ def _read_table(shard: ShardRef, parquet: pq.ParquetFile, index: int, columns: l
 def _unreadable(shard: ShardRef, parquet: pq.ParquetFile, index: int, exc: Exception) -> ShardReadError:
     reason = f"row group unreadable ({describe_remote_error(exc)})"
     try:
-        failing = _failing_columns(parquet, index)
+        # Locally, re-reading each column names the damaged one; remotely the failure is most
+        # likely the connection, and a read per column would only repeat it.
+        failing = _failing_columns(parquet, index) if shard.filesystem is None else []
     except Exception:  # naming the column is a courtesy: the row group is unreadable either way
         failing = []
     if failing:
@@ -140,19 +129,15 @@ def _failing_columns(parquet: pq.ParquetFile, index: int) -> list[str]:
     if not columns:
         return []
     rows = max(1, min(parquet.metadata.row_group(index).num_rows, 1024))
+    names = parquet.schema_arrow.names
     failing = []
     for name in columns:
         try:
             for _ in parquet.iter_batches(batch_size=rows, row_groups=[index], columns=[name], use_threads=False):
                 pass
         except Exception:
-            failing.append(name if field_label_safe(name) else f"#{parquet.schema_arrow.names.index(name)}")
+            failing.append(field_label(name, names.index(name)))
     return failing
-
-
-def field_label_safe(name: str) -> bool:
-    """Whether a column name may be printed as it is (not something that could be a secret)."""
-    return column_label([name], 0) == name
 
 
 def string_bytes(parquet: pq.ParquetFile, index: int) -> int:
@@ -260,7 +245,8 @@ class _RowGroupCheck:
             spans.append(range(first, first + leaf_count(f.type)))
             first += spans[-1].stop - spans[-1].start
         mapped = first == group.num_columns
-        selected = range(len(fields)) if columns is None else [parquet.schema_arrow.names.index(c) for c in columns]
+        names = [f.name for f in fields]
+        selected = range(len(fields)) if columns is None else [names.index(c) for c in columns]
         for j in range(group.num_columns):
             chunk = group.column(j)
             if schema.column(j).max_repetition_level == 0 and chunk.num_values != rows:

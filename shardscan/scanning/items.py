@@ -108,7 +108,9 @@ class FooterCache:
         key = f"{shard.display}\0{shard.path}"
         parquet = self._open.pop(key, None)
         if parquet is None:
-            parquet = open_parquet(shard)
+            # plan_shard opened it with the footer check: a footer that could crash pyarrow never
+            # becomes work items.
+            parquet = open_parquet(shard, check_footer=False)
         self._open[key] = parquet
         while len(self._open) > self.size:
             self._open.pop(next(iter(self._open)))
