@@ -92,9 +92,9 @@ def redact(
     else:
         accepted = load_allowlist_option(allowlist, no_allowlist, ruleset)
         report = run_scan(paths, ruleset, setup, accepted, exclude=exclude, progress=False).report
-        if report.unreadable:
+        if remediate.incomplete_kinds(i.kind for i in report.issues):
             emit(report, [Output("terminal")], quiet=False)
-            raise IncompleteInputError("some shards could not be read; nothing was redacted")
+            raise IncompleteInputError("some shards could not be read or fully scanned; nothing was redacted")
         chosen = remediate.select_findings(report.findings, chosen_verdicts, include_allowlisted)
     outcome = remediate.run_redaction(
         shards, chosen, out, manifest_path, ruleset=ruleset, options=setup.options, template=replacement,

@@ -24,7 +24,7 @@ import pyarrow as pa
 from shardscan.atomic import atomic_path, is_output_failure, reason, remove_stale_temps, temp_path
 from shardscan.engine import Scanner, ScanOptions
 from shardscan.errors import ConfigError, IncompleteInputError, OutputError
-from shardscan.model import Finding, Status, Verdict
+from shardscan.model import Finding, IssueKind, Status, Verdict
 from shardscan.reader import ShardRef, discover_files
 from shardscan.remediate.manifest import (
     MANIFEST_NAME,
@@ -172,10 +172,22 @@ Writer = Callable[[ShardRef, Path, list[Redaction], str], list[ManifestEntry]]
 _WRITERS: dict[str, Writer] = {"parquet": redact_shard, "jsonl": redact_jsonl_shard}
 
 
+def incomplete_kinds(kinds: Iterable[str]) -> list[str]:
+    """The issue kinds that leave a scan unfit to redact from: data not read (``unreadable``), not
+    fully scanned (``limit``) or findings aggregated beyond a cap (``truncated``: an aggregate
+    names one occurrence of many). Files of formats shardscan does not read (``not-scanned``) are
+    not rewritten by redaction either, so they do not stop it."""
+    return sorted({k for k in kinds if k != IssueKind.NOT_SCANNED})
+
+
 def redactions_from_report(
     data: dict[str, Any], verdicts: set[Verdict] | None, include_allowlisted: bool
 ) -> list[Redaction]:
-    """Select redactions from a JSON report (``shardscan scan --format json``)."""
+    """Select redactions from a JSON report (``shardscan scan --format json``); IncompleteInputError
+    when the report's scan was incomplete (see :func:`incomplete_kinds`)."""
+    if kinds := incomplete_kinds(str(e["kind"]) for e in data.get("errors", [])):
+        raise IncompleteInputError(f"the report lists {', '.join(kinds)} errors: its findings are not all the "
+                                   "secrets of those shards; nothing was redacted (scan again and fix them first)")
     chosen = []
     names = {str(v) for v in verdicts} if verdicts is not None else set()
     for f in data.get("findings", []):

@@ -238,3 +238,20 @@ def test_jsonl_shards_are_redacted_line_by_line(tmp_path: Path, suffix: str):
     assert sorted((m["row"], m["column"]) for m in manifest["redactions"]) == [
         (0, "conversations[1].content"), (2, "instruction"), (3, "conversations[1].content[0].text"),
     ]
+
+
+def test_a_report_whose_findings_were_capped_redacts_nothing(tmp_path: Path):
+    # Over --max-findings-per-shard the report aggregates findings (one names only the first of its
+    # occurrences): redacting from it would leave the others in a copy that passes its re-scan.
+    tokens = [expand("{{github:ghp_}}", seed=f"capped-{i}") for i in range(8)]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "s.jsonl").write_text("".join(json.dumps({"text": f"export GITHUB_TOKEN={t}"}) + "\n" for t in tokens))
+    report = tmp_path / "r.json"
+    scanned = _cli("scan", str(data), "--max-findings-per-shard", "5", "-f", f"json:{report}")
+    assert scanned.returncode == 3
+    out = tmp_path / "out"
+    proc = _cli("redact", str(data), "--from", str(report), "--out", str(out))
+    assert proc.returncode == 3
+    assert "truncated" in proc.stderr and "nothing was redacted" in proc.stderr
+    assert not out.exists() or not any(out.rglob("*.jsonl"))
