@@ -46,7 +46,7 @@ CACHE_FORMAT = 2
 CACHE_DIR_NAME = ".shardscan-cache"
 # Options that change how fast a scan runs, never what it finds; everything else is in the key
 # (an option added later is in the key until someone decides it is neutral).
-RESULT_NEUTRAL_OPTIONS = frozenset({"now", "jobs", "workers", "read_threads", "executor"})
+RESULT_NEUTRAL_OPTIONS = frozenset({"now", "jobs", "workers", "read_threads", "executor", "pattern_cache"})
 # The stat index trusts (size, mtime, ctime, inode) only for files last modified this long before they were
 # hashed: a write within the same timestamp tick as the hash could otherwise go unnoticed.
 _RACY_SECONDS = 2.0

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from shardscan import decoders, hyperscan_matcher
 from shardscan.known_secrets import KnownSecretMatcher
-from shardscan.model import BatchResult, ScanIssue, ShardResult
+from shardscan.model import BatchResult, ShardResult
 from shardscan.options import (
     DEFAULT_MAX_FINDINGS_PER_CELL,
     DEFAULT_MAX_FINDINGS_PER_SHARD,
@@ -35,20 +35,18 @@ from shardscan.scanning import budget, read
 from shardscan.scanning.batch import BatchScanner
 from shardscan.scanning.budget import (
     FINDINGS_BUDGET_SHARE,
-    MAX_SLICE_BYTES,
     MEMORY_PER_FINDING,
     MEMORY_PER_STRING_BYTE,
     MIN_FINDINGS_BY_MEMORY,
 )
-from shardscan.scanning.caps import VERIFY_FACTOR
 from shardscan.scanning.cell import CellScanner
 from shardscan.scanning.items import scan_shard_in_process
 from shardscan.scanning.values import TRUNCATED_PREFIX, CellFinding, CellScan, Timer
 
 __all__ = [
     "DEFAULT_MAX_FINDINGS_PER_CELL", "DEFAULT_MAX_FINDINGS_PER_SHARD", "DEFAULT_MEMORY_BUDGET", "FINDINGS_BUDGET_SHARE",
-    "MAX_SLICE_BYTES", "MEMORY_PER_FINDING", "MEMORY_PER_STRING_BYTE", "MIN_FINDINGS_BY_MEMORY", "TRUNCATED_PREFIX",
-    "VERIFY_FACTOR", "CellFinding", "CellScan", "ScanOptions", "Scanner",
+    "MEMORY_PER_FINDING", "MEMORY_PER_STRING_BYTE", "MIN_FINDINGS_BY_MEMORY", "TRUNCATED_PREFIX",
+    "CellFinding", "CellScan", "ScanOptions", "Scanner",
 ]
 
 
@@ -124,10 +122,6 @@ class Scanner:
     def slice_bytes(self) -> int:
         """String bytes read at once from a row group: this worker's share of the budget, bounded."""
         return budget.slice_bytes(self.options)
-
-    def over_budget(self, shard: str, parquet: pq.ParquetFile, index: int) -> ScanIssue | None:
-        """The limit issue of a row group whose rows, read one at a time, would not fit the budget."""
-        return budget.over_budget(self.options, shard, parquet, index)
 
     # ---- the stages' entry points, from a whole shard down to one cell --------------------
 

@@ -37,7 +37,7 @@ class ScanOptions:
     reveal_secrets: bool = False
     # Bytes the scan's data may take, shared by all worker processes: it sets how many rows of a
     # row group are read at once, and a row group whose single rows cannot fit is not read (a
-    # limit hit). See ``Scanner.slice_bytes`` and ``Scanner.over_budget``.
+    # limit hit). See ``Scanner.slice_bytes`` and ``scanning.budget.over_budget``.
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     # Worker processes sharing ``memory_budget`` (set by the executor; does not change results).
     workers: int = 1

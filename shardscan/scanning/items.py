@@ -165,20 +165,25 @@ def assemble(plan: ShardPlan, results: Iterable[ItemResult], finding_cap: int | 
     results = list(results)
     # A row group its own item could not read is reported once, by that item: the footer item's
     # page checks of the same row group describe the same damage.
-    failed = {i.row_group for r in results if r.item.row_group != FOOTER for i in r.issues if i.row_group is not None}
+    # (Only "unreadable" counts: a cell's limit hit in that row group says nothing of its pages.)
+    failed = {i.row_group for r in results if r.item.row_group != FOOTER for i in r.issues
+              if i.row_group is not None and i.kind == IssueKind.UNREADABLE}
     for result in results:
         findings += result.findings
-        issues += [i for i in result.issues if result.item.row_group != FOOTER or i.row_group not in failed]
+        issues += [i for i in result.issues if result.item.row_group != FOOTER
+                   or i.kind != IssueKind.UNREADABLE or i.row_group not in failed]
         stats += result.stats
         for stage, seconds in result.timings:
             timings[stage] = timings.get(stage, 0.0) + seconds
+    # Statistics repeating a cell's secret are dropped before the cap, which counts distinct findings.
+    findings = _without_shadowed_statistics(findings)
     if finding_cap is not None:
         findings, truncated = cap_shard_findings(findings, finding_cap, plan.shard.display)
         issues += truncated
     return ShardResult(
         plan.shard.display,
         stats,
-        tuple(sorted(_without_shadowed_statistics(findings), key=Finding.sort_key)),
+        tuple(sorted(findings, key=Finding.sort_key)),
         tuple(_without_shadowed_statistics_issues(issues)),
         tuple(sorted(timings.items())),
     )

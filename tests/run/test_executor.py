@@ -13,7 +13,8 @@ import pytest
 
 from shardscan.api import scan
 from shardscan.engine import Scanner
-from shardscan.executor import FOOTER, WorkItem, plan_shard, run_items, scan_item
+from shardscan.executor import FOOTER, ItemResult, ShardPlan, WorkItem, assemble, plan_shard, run_items, scan_item
+from shardscan.model import IssueKind, ScanIssue
 from shardscan.reader import ShardRef, discover
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW, trace_row, write_trace_shard
@@ -286,3 +287,18 @@ def test_when_every_worker_dies_the_rest_is_reported_not_waited_for(tmp_path, ru
     assert [r.item for r in results] == list(plan.items)
     assert [[i.row_group for i in r.issues] for r in results] == [[], [0], [1], [2], [3], [4], [5]]
     assert all("worker process died" in i.message for r in results for i in r.issues)
+
+
+def test_a_cell_limit_in_a_row_group_does_not_hide_the_footers_damage_report(tmp_path):
+    shard = ShardRef(display="s.parquet", path=str(tmp_path / "s.parquet"), format="parquet")
+    footer, group = WorkItem(shard, FOOTER), WorkItem(shard, 0)
+    damage = ScanIssue("s.parquet", IssueKind.UNREADABLE, "integrity: its pages hold 9 values, the footer says 5", 0)
+    capped = ScanIssue("s.parquet", IssueKind.TRUNCATED, "findings: too many", 0, 3, "text")
+    plan = ShardPlan(shard, (footer, group))
+    result = assemble(plan, [ItemResult(footer, issues=(damage,)), ItemResult(group, issues=(capped,))])
+    assert [(i.kind, i.row_group) for i in result.issues] == [
+        (IssueKind.UNREADABLE, 0), (IssueKind.TRUNCATED, 0)]
+    # The row group's own read failure still reports the damage once, by its item.
+    unread = ScanIssue("s.parquet", IssueKind.UNREADABLE, "row group unreadable", 0)
+    result = assemble(plan, [ItemResult(footer, issues=(damage,)), ItemResult(group, issues=(unread,))])
+    assert [i.message for i in result.issues] == ["row group unreadable"]
