@@ -98,6 +98,9 @@ class Prefilter:
     start_keywords: tuple[bytes, ...] = ()
     # Where sealed compiled databases may be reused from (None: compiled in memory, no file read).
     cache_dir: Path | None = None
+    # The deep keyword forms (in ``expressions`` too): what ``pattern`` lacks, so the part of an
+    # array that RE2 finishes (dense matches) is also searched for them.
+    deep: tuple[str, ...] = ()
 
     @classmethod
     def from_keywords(
@@ -124,7 +127,8 @@ class Prefilter:
         expressions = tuple(plain + bounded + extras + deep)
         if not all(_hyperscan_exact(e) for e in extras + deep):
             expressions = ()
-        return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)), cache_dir)
+        return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)), cache_dir,
+                   tuple(deep) if expressions else ())
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork.
@@ -201,9 +205,25 @@ class Prefilter:
             compiled.db, offsets, memoryview(data if data is not None else b"")
         )
         if scanned < len(values):  # dense matches: RE2 finishes the array
-            mask[scanned:] = _re2(values.slice(scanned), self.pattern)
+            rest = values.slice(scanned)
+            mask[scanned:] = _re2(rest, self.pattern) | self._deep_mask(rest)
         if values.null_count:
             mask &= compute.is_valid(values).to_numpy(zero_copy_only=False)
+        return mask
+
+    def _deep_mask(self, values: pa.Array) -> np.ndarray:
+        """The cells of a string or binary array holding a deep keyword form (which ``pattern``
+        leaves out); where even these are dense, every cell left is selected (a superset)."""
+        mask = np.zeros(len(values), dtype=bool)
+        offsets = value_offsets(values)
+        compiled = hyperscan_matcher.database(self.deep, cache_dir=self.cache_dir) if self.deep else None
+        if compiled is None or offsets is None:
+            return mask
+        data = values.buffers()[2]
+        mask, scanned = hyperscan_matcher.first_match_cells(
+            compiled.db, offsets, memoryview(data if data is not None else b"")
+        )
+        mask[scanned:] = True
         return mask
 
     def _token_starts(self, targets: list[pa.Array]) -> list[np.ndarray]:
@@ -308,6 +328,9 @@ class RuleGate:
     wide: tuple[str | None, ...] = ()
     # Where sealed compiled databases may be reused from (None: compiled in memory, no file read).
     cache_dir: Path | None = None
+    # The deep keyword forms (in ``expressions`` too): what ``pattern`` lacks, so the part of an
+    # array that RE2 finishes (dense matches) is also searched for them.
+    deep: tuple[str, ...] = ()
 
     @classmethod
     def from_patterns(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import platform
 import random
@@ -19,6 +20,7 @@ from shardscan.decoders import terminal_wrap
 from shardscan.engine import Scanner
 from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.ruleset import load_ruleset
+from shardscan.synth import expand
 from tests.conftest import near_misses
 
 SCANNER = Scanner(load_ruleset())
@@ -375,3 +377,16 @@ def test_a_database_compiled_ahead_is_waited_for_by_its_callers_and_by_a_fork() 
     found: list[int] = []
     compiled.db.scan(b"..fork7_abcy..", match_event_handler=lambda i, _f, _t, _fl, _c: found.append(i))
     assert found == [7]
+
+
+@pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="the deep forms are Hyperscan's")
+def test_a_token_encoded_twice_is_selected_after_a_run_of_dense_matches():
+    # Dense matches hand the rest of an array to RE2, whose pattern leaves the deep forms out:
+    # the rest is searched for them too, so a twice-encoded token late in a busy column is kept.
+    token = expand("{{github:ghp_}}", seed="dense-deep")
+    twice = base64.b64encode(base64.b64encode(f"token = {token}".encode())).decode()
+    busy = [f"aws key AKIA{i:016d} and eyJhbGciOi{i}" for i in range(3000)]
+    alone = PREFILTER.mask(pa.array([twice], type=pa.large_string()))
+    late = PREFILTER.mask(pa.array([*busy, twice], type=pa.large_string()))
+    assert alone.tolist() == [True]
+    assert late[-1]
