@@ -51,7 +51,9 @@ PATTERNS: dict[LinePrefix, re.Pattern[str]] = {
     LinePrefix.DIFF: re.compile(r"[+\- ]"),
     LinePrefix.INDENT: re.compile(r"[ \t]{1,64}"),
     LinePrefix.FILE_NAME: re.compile(r"[ \t]*(?:[^\s:]{1,200}:(?:\d{1,7}:)?|[^\s:]{1,200}?-\d{1,7}-)"),
-    LinePrefix.ANY_TEXT: re.compile(r"[^\n]*?[ \t]+(?=[^ \t]+[ \t]*$)"),
+    # (Greedy, then back to the last blank before the last word: the lazy form retried every blank
+    # of a long run and was quadratic; the prefix it gives is the same.)
+    LinePrefix.ANY_TEXT: re.compile(r"[^\n]*[ \t](?=[^ \t]+[ \t]*$)"),
 }
 """Each kind's pattern, matched at the start of a line (what it matches is the prefix)."""
 

@@ -238,10 +238,11 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
 # key on their own line (``  password: aHVudGVyMg==``, ``"password": "aHVudGVyMg=="``) are read
 # down to two characters; they are kept only when they decode to printable text.
 _SECRET_MANIFEST = re.compile(r"""kind["']?[ \t]*:[ \t]*["']?Secret\b""")
-# (The indented form must start a line; that is checked on the match, so that the pattern begins
-# with a class the engine can search for instead of an anchor tried at every position.)
+# (The indented form starts a line: the pattern includes the line break, a literal the engine
+# searches for, and runs on the text after a "\n". An anchor would be tried at every position, and
+# a leading blank at every blank of a long run: quadratic.)
 _SHORT_VALUE = re.compile(
-    r"""(?m)(?:[ \t]+[A-Za-z0-9_.\-]{1,253}:[ \t]+["']?|"[A-Za-z0-9_.\-]{1,253}"[ \t]*:[ \t]*")"""
+    r"""(?m)(?:\n[ \t]+[A-Za-z0-9_.\-]{1,253}:[ \t]+["']?|"[A-Za-z0-9_.\-]{1,253}"[ \t]*:[ \t]*")"""
     rf"""(?P<v>[A-Za-z0-9+/]{{2,{MIN_RUN - 1}}}={{0,2}})(?=["']?[ \t]*(?:,|\r?$|\}}))"""
 )
 
@@ -250,11 +251,8 @@ def _short_secret_values(request: DecodeRequest) -> Iterator[Decoded]:
     """The data values of a Kubernetes Secret too short for :func:`runs`, decoded."""
     within = request.within
     source = request.text
-    for match in _SHORT_VALUE.finditer(source):
-        at = match.start()
-        if source[at] in " \t" and at > 0 and source[at - 1] != "\n":
-            continue  # indentation that does not start a line
-        start, end = match.span("v")
+    for match in _SHORT_VALUE.finditer("\n" + source):  # (offsets one past the source's)
+        start, end = match.start("v") - 1, match.end("v") - 1
         value = match.group("v")
         if len(value) % 4 or (within is not None and not within.touches(start, end)):
             continue
