@@ -126,11 +126,16 @@ def windows(text: str, ends: list[int]) -> list[Window] | None:
     mapped: bytes | None = None
     out: list[Window] = []
     for lo, hi in spans:
+        # A span the previous window already covers adds nothing; and a window is widened no further
+        # back than the previous one's end (in a long wrapped block, every span walked its lines again).
+        floor = out[-1].end if out else 0
+        if hi <= floor:
+            continue
         lo, hi = _line_start(text, lo), _line_end(text, hi)
         if mapped is None:
             mapped = text.encode("ascii", "replace").translate(_TOKEN_MAP)
         lo, hi = _token_start(mapped, lo), _token_end(mapped, hi)
-        lo, hi = _wrapped_block(text, lo, hi)
+        lo, hi = _wrapped_block(text, lo, hi, floor)
         hi = _pem_end(text, lo, hi)
         if hi < 0:
             return None
@@ -181,13 +186,13 @@ def _is_b64_line(line: str) -> bool:
     return len(body) >= 16 and not set(body) - _B64_LINE
 
 
-def _wrapped_block(text: str, lo: int, hi: int) -> tuple[int, int]:
+def _wrapped_block(text: str, lo: int, hi: int, floor: int = 0) -> tuple[int, int]:
     """Widen ``[lo, hi)`` over the base64 lines next to it, when it starts or ends inside a wrapped block.
 
     Lines are the text's own (``\\n``) or JSON-escaped ones (``\\\\n``); the block is followed at most
-    :data:`MAX_BLOCK` characters either way.
+    :data:`MAX_BLOCK` characters either way, and backwards not past ``floor`` (covered already).
     """
-    limit_lo, limit_hi = max(0, lo - MAX_BLOCK), min(len(text), hi + MAX_BLOCK)
+    limit_lo, limit_hi = max(floor, lo - MAX_BLOCK), min(len(text), hi + MAX_BLOCK)
     # Forward: while the next line is base64.
     while hi < limit_hi:
         nxt = _next_break(text, hi, limit_hi)

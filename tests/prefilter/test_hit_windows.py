@@ -156,3 +156,14 @@ def test_the_seed_profile_findings_are_the_recorded_ones(tmp_path: Path, ruleset
     assert len(planted) == 7
     assert all([p["row"], p["column"]] in [f[:2] for f in findings] for p in planted)
     assert findings == recorded["findings"]
+
+
+def test_a_long_wrapped_block_is_walked_about_once_however_many_hits_it_holds(monkeypatch):
+    # Each hit's window used to walk the block's lines again (a 4 MB block, a hit every 4 KB: 20 s).
+    blob = base64.encodebytes(bytes(range(256)) * 4000).decode()
+    lines = blob.count("\n")
+    seen = []
+    original = hit_windows._is_b64_line
+    monkeypatch.setattr(hit_windows, "_is_b64_line", lambda line: seen.append(1) or original(line))
+    hit_windows.windows(blob, list(range(100, len(blob), 4000)))
+    assert len(seen) <= 3 * lines
