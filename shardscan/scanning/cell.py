@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -187,9 +188,17 @@ def one_per_occurrence(known: dict[Occurrence, tuple[str, ...]]) -> dict[Occurre
     """One known-secret hit per occurrence: of overlapping hits of one entry (the base64 form found
     in the raw text, and the decoded run it lies in), the least-decoded, narrowest one."""
     kept: dict[Occurrence, tuple[str, ...]] = {}
+    # The kept hits of one entry are disjoint: kept in start order, only the two neighbours of a
+    # new hit can overlap it (a cell repeating a token 100,000 times is not a quadratic loop).
+    spans: dict[str, tuple[list[int], list[int]]] = {}
     for key in sorted(known, key=lambda k: (len(known[k]), k.end - k.start, k.start)):
-        if not any(o.digest == key.digest and o.start < key.end and key.start < o.end for o in kept):
-            kept[key] = known[key]
+        starts, ends = spans.setdefault(key.digest, ([], []))
+        at = bisect.bisect_left(starts, key.start)
+        if (at > 0 and ends[at - 1] > key.start) or (at < len(starts) and starts[at] < key.end):
+            continue
+        starts.insert(at, key.start)
+        ends.insert(at, key.end)
+        kept[key] = known[key]
     return kept
 
 
