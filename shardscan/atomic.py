@@ -84,7 +84,9 @@ def remove_stale_temps(path: Path) -> list[Path]:
             continue
         try:
             temp.unlink()
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
+            # Gone already, or another user's in a shared folder (/tmp is sticky): not ours to
+            # remove, and it does not stand in the way of this write (its name is unique).
             continue
         except OSError as exc:
             raise OutputError(str(temp), f"cannot remove a stale temporary file: {reason(exc)}") from None
