@@ -230,3 +230,8 @@ def split_runs(decoded: Decoded, width: int) -> Decoded:
             src += size
     split = OffsetMap(tuple(ds), tuple(de), tuple(ss), tuple(se))
     return Decoded(decoded.start, decoded.end, decoded.text, split)
+
+
+def either_case_hex(hex_digits: str) -> str:
+    """RE2 for hex digits in either case (``2F`` gives ``2[Ff]``): an escape's encoded keyword forms."""
+    return "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in hex_digits)

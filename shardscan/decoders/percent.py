@@ -9,7 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from shardscan.decoders.base import Decoded, Decoder, DecodeRequest, byte_run_replacement, decode_in_place
+from shardscan.decoders.base import (
+    Decoded,
+    Decoder,
+    DecodeRequest,
+    byte_run_replacement,
+    decode_in_place,
+    either_case_hex,
+)
 
 NAME = "percent"
 
@@ -31,12 +38,7 @@ def encode(text: str) -> str:
 
 def char_forms(char: str) -> list[str]:
     """RE2 alternatives for ``char`` as percent-encoded UTF-8 bytes (either hex case)."""
-    return ["".join("%" + _either_case(f"{b:02X}") for b in char.encode())]
-
-
-def _either_case(hex_digits: str) -> str:
-    """RE2 for hex digits in either case (``2F`` gives ``2[Ff]``)."""
-    return "".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in hex_digits)
+    return ["".join("%" + either_case_hex(f"{b:02X}") for b in char.encode())]
 
 
 DECODER = Decoder(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from shardscan.report import Report
-from shardscan.reporters.json_report import report_dict
+from shardscan.report import Report, report_dict
 
 
 def render(report: Report, _options: object = None) -> str:

@@ -11,14 +11,19 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-import math
 import re
-from collections import Counter
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import safe_text
-from shardscan.verifiers.placeholder import _ELISION, _LONG_PLACEHOLDERS, _SEQUENCES, is_word_like, placeholder_reason
+from shardscan.verifiers.placeholder import (
+    _ELISION,
+    _LONG_PLACEHOLDERS,
+    _SEQUENCES,
+    _entropy,
+    is_word_like,
+    placeholder_reason,
+)
 
 # Values shorter than this are not worth a reviewer's time: typed test values ("test", "1234").
 MIN_PASSWORD = 8
@@ -55,11 +60,6 @@ _MASK = re.compile(r"^(?:\*+|x+|X+|•+|\.+|#+|-+|_+|\?+)$|\*{3,}|•{3,}|x{4,}|
 _YOUR = re.compile(r"^(?:your|my|enter|insert|put|add|some|the)[-_ ]?[a-z]|[-_ ]here$|^replace|^todo|^fixme|^tbd$",
                    re.I)
 _CODE_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|->|::)[A-Za-z_][A-Za-z0-9_]*)+$|^[A-Za-z_][A-Za-z0-9_.]*[(\[]")
-
-
-def _entropy(text: str) -> float:
-    counts = Counter(text)
-    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
 _NAMES_ITSELF = re.compile(r"pass(?:word|wd)|secret", re.I)
@@ -99,8 +99,8 @@ def placeholder_value(value: str, user: str | None = None, name: str | None = No
         return Verification(Verdict.EXAMPLE, f"too short ({len(value)} characters) to be a generated secret")
     if len(set(value)) <= 2 or re.search(r"(.)\1{5,}", value) or any(s in lowered for s in _SEQUENCES):
         return Verification(Verdict.REDACTED, "repeated or sequential characters, a placeholder")
-    if _entropy(value) < 2.3:
-        return Verification(Verdict.REDACTED, f"too low in entropy ({_entropy(value):.1f} bits/char) to be a secret")
+    if (bits := _entropy(value)) < 2.3:
+        return Verification(Verdict.REDACTED, f"too low in entropy ({bits:.1f} bits/char) to be a secret")
     return None
 
 

@@ -140,7 +140,7 @@ def test_permission_denied_is_an_error():
     import tempfile
 
     from shardscan.api import scan
-    from shardscan.reporters.json_report import report_dict
+    from shardscan.report import report_dict
 
     # Root reads anything, so the scan runs in a forked child that drops to an unprivileged user
     # (fork, not exec: the interpreter may live where that user cannot reach).
