@@ -135,7 +135,8 @@ def gate_why(report: Report) -> list[str]:
     if report.files is not None:
         lines.insert(0, f"files: {report.files.summary()}")
     unreadable = report.unreadable
-    limits = [i for i in report.issues if i.kind != IssueKind.UNREADABLE and i.kind not in NOT_READ_KINDS]
+    limits = [i for i in report.issues if i.kind == IssueKind.LIMIT]
+    truncated = [i for i in report.issues if i.kind == IssueKind.TRUNCATED]
     not_scanned = [i for i in report.issues if i.kind == IssueKind.NOT_SCANNED]
     if not_scanned:
         lines.append(f"{len(not_scanned)} file(s) not scanned (not a format shardscan reads): exit 3; "
@@ -150,6 +151,12 @@ def gate_why(report: Report) -> list[str]:
         lines.append(f"{len(unreadable)} unreadable problem(s): {how}")
     if limits:
         lines.append(f"{len(limits)} limit(s) hit: exit 3, part of the data was not fully scanned")
+    if truncated:
+        if policy.allow_truncated_findings:
+            how = "reported but not failing (--allow-truncated-findings)"
+        else:
+            how = "exit 3: findings over a cap were counted in aggregates, not listed one by one"
+        lines.append(f"{len(truncated)} finding cap(s) hit: {how}")
     allow = report.allowlist
     if allow and (allow.stale or allow.expired):
         effect = "fail the gate (--fail-on-stale)" if policy.fail_on_stale else "reported, not failing"

@@ -20,7 +20,9 @@ import jsonschema
 import pytest
 
 from shardscan.model import Status, Verdict
+from shardscan.policy import Policy
 from shardscan.reporters import EXTENSIONS, FORMATS, RenderOptions, render
+from shardscan.reporters._common import gate_why
 from tests.report_samples import GOLDEN_REPORTS, GOLDEN_SECRETS, ISSUE_KINDS, full_report
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -109,3 +111,9 @@ def test_the_json_golden_files_state_the_gate_of_their_report(name: str) -> None
     report = GOLDEN_REPORTS[name]()
     gate = json.loads(golden_path(name, "json").read_text(encoding="utf-8"))["gate"]
     assert gate == {"passed": report.decision.passed, "exit_code": report.exit_code, "reason": report.decision.reason}
+
+
+def test_a_finding_cap_allowed_by_the_policy_is_not_explained_as_exit_3() -> None:
+    report = full_report(Policy(allow_truncated_findings=True))
+    why = [line for line in gate_why(report) if "finding cap" in line]
+    assert why == ["1 finding cap(s) hit: reported but not failing (--allow-truncated-findings)"]
