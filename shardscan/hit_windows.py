@@ -8,6 +8,8 @@ into merged windows of whole lines and widens a window only where the text prove
 
 - to both ends of a token it cuts (a long JWT, a one-line base64 value, an image: a token is
   read whole or not at all, so that no rule sees a boundary the cell does not have);
+- over the lines of a token a terminal wrapped, after a token keyword's hit (whose reach is
+  otherwise short: what its rules report begins at the keyword);
 - over the neighbouring lines of a wrapped base64 block (lines of base64 characters only);
 - to the ``-----END`` marker of a PEM block that starts inside it.
 
@@ -34,6 +36,17 @@ from shardscan.decoders import NEAR_AFTER, NEAR_BEFORE
 # lies inside the window; a secret longer than that is a token or a block, widened below.
 BEFORE = NEAR_BEFORE + 256
 AFTER = NEAR_AFTER + 256
+# The reach of a token keyword's hit (``Ruleset.token_keywords``: a keyword every rule that lists it
+# matches only where it begins a token, ``eyJ``, ``ghp_``, ``AKIA``): those rules' matches begin at
+# the keyword, so what they report is the token, read whole below, and at most TOKEN_AFTER
+# characters after the keyword (the built-in rules reach at most about 200: an AWS secret key on
+# the line after its key ID); a lookbehind or an escape before it is within TOKEN_BEFORE. A token
+# printed across wrapped lines is followed line by line (:func:`_wrapped_lines`). Escape decoders
+# still see every escape near the keyword inside the window, so their decisions there are the same.
+# Measured on coding-agent traces, where pagination cursors (``cursor=eyJ…``) are most of the hits:
+# these windows are a quarter of the wide ones.
+TOKEN_BEFORE = 256
+TOKEN_AFTER = 512
 # Windows are cut at line breaks: a line longer than this is cut at a token boundary instead.
 LINE_SNAP = 4096
 # How far a PEM block or a wrapped base64 block may widen a window.
@@ -73,14 +86,34 @@ class Window:
     end: int
 
 
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """Where the prefilter's expressions end a match in a text (character offsets, sorted):
+    ``ends`` of every match, and ``token_ends``, those that only a token keyword's expression ends
+    (given the narrower reach :data:`TOKEN_BEFORE` / :data:`TOKEN_AFTER`)."""
+
+    ends: list[int]
+    token_ends: frozenset[int] = frozenset()
+
+
 def hit_ends(
     text: str, compiled: hyperscan_matcher.Compiled | None, start_keywords: tuple[bytes, ...] = ()
 ) -> list[int] | None:
-    """Character offsets in ``text`` where one of the prefilter's expressions ends a match.
+    """Character offsets in ``text`` where one of the prefilter's expressions ends a match (see :func:`hits`)."""
+    found = hits(text, compiled, start_keywords)
+    return found.ends if found is not None else None
+
+
+def hits(
+    text: str, compiled: hyperscan_matcher.Compiled | None, start_keywords: tuple[bytes, ...] = (),
+    token_ids: frozenset[int] = frozenset(),
+) -> Hits | None:
+    """Where the prefilter's expressions end a match in ``text``, and which ends are token keywords' alone.
 
     ``start_keywords`` (token keywords, UTF-8) also count at the very start of the text, where
-    the prefilter's buffer scan saw the previous cell's bytes. None when the offsets cannot be
-    had (no Hyperscan database, text that does not encode as UTF-8) or are too many to help.
+    the prefilter's buffer scan saw the previous cell's bytes. ``token_ids`` are the ids of the
+    expressions that match a token keyword where it begins a token. None when the offsets cannot
+    be had (no Hyperscan database, text that does not encode as UTF-8) or are too many to help.
     """
     if compiled is None or hyperscan_matcher.hyperscan is None:
         return None
@@ -89,41 +122,51 @@ def hit_ends(
     except UnicodeEncodeError:  # lone surrogates
         return None
     ends: list[int] = []
+    tokens: list[int] = []  # each match's end, token keywords' apart (most texts have none)
 
-    def note(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
-        ends.append(to)
-        return len(ends) > MAX_HITS
+    def note(expression_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
+        (tokens if expression_id in token_ids else ends).append(to)
+        return len(ends) + len(tokens) > MAX_HITS
 
     try:
         compiled.db.scan(data, match_event_handler=note)
     except hyperscan_matcher.hyperscan.ScanTerminated:
         return None
-    ends += [len(k) for k in start_keywords if data.startswith(k)]
-    if len(data) != len(text) and ends:
+    tokens += [len(k) for k in start_keywords if data.startswith(k)]
+    if len(data) != len(text) and (ends or tokens):
         # Byte offsets to character offsets: count the bytes that start a character before each end.
         raw = np.frombuffer(data, dtype=np.uint8)
         starts = np.concatenate(([0], np.cumsum((raw & 0xC0) != 0x80)))
         ends = starts[np.array(ends, dtype=np.int64)].tolist()
-    return sorted(set(ends))
+        tokens = starts[np.array(tokens, dtype=np.int64)].tolist()
+    wide = set(ends)
+    return Hits(sorted(wide.union(tokens)), frozenset(tokens).difference(wide))
 
 
-def windows(text: str, ends: list[int]) -> list[Window] | None:
+def windows(text: str, ends: list[int], token_ends: frozenset[int] = frozenset()) -> list[Window] | None:
     """Merged windows around the hit ``ends``, widened where an encoding needs it (see the module docstring).
 
-    None means "scan the whole cell": no hit to anchor on, a PEM block past its bound, or windows
-    covering most of the cell.
+    The ends in ``token_ends`` (token keywords' hits) reach :data:`TOKEN_BEFORE` and
+    :data:`TOKEN_AFTER`, and on over the lines of a token wrapped across them; the others
+    :data:`BEFORE` and :data:`AFTER`. None means "scan the whole cell": no hit to anchor on, a PEM
+    block past its bound, or windows covering most of the cell.
     """
     if not ends:
         return None
     n = len(text)
+    mapped: bytes | None = text.encode("ascii", "replace").translate(_TOKEN_MAP) if token_ends else None
+    # (Sorted by start: a token hit's reach may start after that of a later hit.)
+    reaches = sorted(
+        _token_span(text, mapped, end) if mapped is not None and end in token_ends
+        else (max(0, end - BEFORE), min(n, end + AFTER))
+        for end in ends
+    )
     spans: list[list[int]] = []
-    for end in ends:
-        lo, hi = max(0, end - BEFORE), min(n, end + AFTER)
+    for lo, hi in reaches:
         if spans and lo <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], hi)
         else:
             spans.append([lo, hi])
-    mapped: bytes | None = None
     out: list[Window] = []
     for lo, hi in spans:
         # A span the previous window already covers adds nothing; and a window is widened no further
@@ -146,6 +189,43 @@ def windows(text: str, ends: list[int]) -> list[Window] | None:
     if sum(w.end - w.start for w in out) > MOST * n:
         return None
     return out
+
+
+def _token_span(text: str, mapped: bytes, end: int) -> tuple[int, int]:
+    """The reach of a token hit ending at ``end``: :data:`TOKEN_BEFORE` before it and
+    :data:`TOKEN_AFTER` after it, or more when its token runs to the end of its line, as a token a
+    terminal wrapped does.
+
+    The window then takes the line before the hit's, and the lines after it while each is a piece
+    of that token (token characters up to its end, after a prefix of at most ``MAX_PREFIX``
+    characters: ``> ``, ``E   ``, a line number or a time stamp), and the line after the last
+    piece: the token's end, and the neighbouring lines that are the terminal-wrap decoder's
+    evidence of the width.
+    """
+    n = len(text)
+    lo, reach = max(0, end - TOKEN_BEFORE), min(n, end + TOKEN_AFTER)
+    gap = mapped.find(b" ", end)
+    if gap < 0 or text[gap] not in "\r\n":
+        return lo, reach  # the token ends on its line (or runs to the end of the text, read whole)
+    line = text.rfind("\n", 0, end)
+    lo = min(lo, _line_start(text, line) if line > 0 else 0)
+    at, limit = gap, min(n, end + MAX_BLOCK)
+    while at < limit:
+        start = text.find("\n", at) + 1
+        if start <= 0 or start >= n:
+            return lo, n
+        stop = text.find("\n", start)
+        stop = n if stop < 0 else stop
+        line_end = stop - 1 if stop > start and text[stop - 1] == "\r" else stop
+        piece = mapped.rfind(b" ", start, line_end) + 1 or start
+        at = stop
+        if piece >= line_end or piece - start > MAX_PREFIX:
+            break  # not a piece of the token: its last line (or the line after it) is in
+    return lo, max(reach, min(n, at + 1))
+
+
+# The longest prefix a wrapped token's line may carry before its piece (see the terminal-wrap decoder).
+MAX_PREFIX = 160
 
 
 def _line_start(text: str, lo: int) -> int:

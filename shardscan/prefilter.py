@@ -100,6 +100,9 @@ class Prefilter:
     # The deep keyword forms (in ``expressions`` too): what ``pattern`` lacks, so the part of an
     # array that RE2 finishes (dense matches) is also searched for them.
     deep: tuple[str, ...] = ()
+    # The ids (indexes in ``expressions``) of the expressions that match a token keyword where it
+    # begins a token: a hit of theirs gets a token keyword's narrower window (``hit_windows``).
+    token_ids: frozenset[int] = frozenset()
 
     @classmethod
     def from_keywords(
@@ -126,8 +129,13 @@ class Prefilter:
         expressions = tuple(plain + bounded + extras + deep)
         if not all(_hyperscan_exact(e) for e in extras + deep):
             expressions = ()
+        # Token keywords at a token start, and the deep forms (base64 runs, every one of them): what
+        # they report lies in the token the hit is in.
+        token_ids = frozenset(
+            [*range(len(plain), len(plain) + len(bounded)), *range(len(expressions) - len(deep), len(expressions))]
+        ) if expressions else frozenset()
         return cls("|".join(parts), expressions, tuple(sorted(k.encode("utf-8") for k in anchored)), cache_dir,
-                   tuple(deep) if expressions else ())
+                   tuple(deep) if expressions else (), token_ids)
 
     def warm(self) -> None:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork.

@@ -173,8 +173,8 @@ class CellScanner:
         # with them the whole cell is read, so that an occurrence away from every keyword is seen.
         if above is not None and above < len(text) <= hit_windows.MAX_CELL and not self.known:
             compiled = _hit_database(self.prefilter)
-            ends = hit_windows.hit_ends(text, compiled, self.prefilter.start_keywords)
-            spans = hit_windows.windows(text, ends) if ends is not None else None
+            hits = hit_windows.hits(text, compiled, self.prefilter.start_keywords, self.prefilter.token_ids)
+            spans = hit_windows.windows(text, hits.ends, hits.token_ends) if hits is not None else None
         if spans is None:
             for offset, window in _windows(text, size, overlap):
                 yield offset, window, offset > 0

@@ -167,3 +167,65 @@ def test_a_long_wrapped_block_is_walked_about_once_however_many_hits_it_holds(mo
     monkeypatch.setattr(hit_windows, "_is_b64_line", lambda line: seen.append(1) or original(line))
     hit_windows.windows(blob, list(range(100, len(blob), 4000)))
     assert len(seen) <= 3 * lines
+
+
+def token_hits(scanner: Scanner, text: str) -> hit_windows.Hits:
+    found = hit_windows.hits(text, hyperscan_matcher.database(scanner.prefilter.expressions),
+                             scanner.prefilter.start_keywords, scanner.prefilter.token_ids)
+    assert found is not None
+    return found
+
+
+def test_a_token_keywords_window_is_the_lines_around_its_token(ruleset) -> None:
+    """A pagination cursor (``eyJ`` begins a token in every rule that lists it) gets a window of the
+    few lines around it, not the reach of a keyword that names a secret further on."""
+    whole, windowed = scanners(ruleset)
+    cursor = base64.urlsafe_b64encode(json.dumps({"page": 7, "after": "x" * 60}).encode()).decode().rstrip("=")
+    text = padded(f"GET /v1/items?cursor={cursor} 200\n")
+    found = token_hits(whole, text)
+    assert found.ends and set(found.ends) == found.token_ends
+    spans = hit_windows.windows(text, found.ends, found.token_ends)
+    assert spans is not None and len(spans) == 1
+    at = text.index(cursor)
+    assert spans[0].start <= at and at + len(cursor) <= spans[0].end
+    assert spans[0].end - spans[0].start <= hit_windows.TOKEN_BEFORE + hit_windows.TOKEN_AFTER + 3 * len(FILLER_LINE)
+    # A keyword a secret follows (a PEM marker) keeps the wide reach.
+    named = padded("if line.startswith('-----BEGIN PRIVATE KEY-----'):\n")
+    wide = token_hits(whole, named)
+    assert wide.ends and not wide.token_ends
+    assert windowed.scan_text(text) == whole.scan_text(text)
+
+
+@pytest.mark.parametrize("prefix", ["", "> ", "E   ", "  12\t"])
+def test_a_token_wrapped_over_many_lines_is_read_to_its_end(ruleset, prefix: str) -> None:
+    """A JWT far longer than a token keyword's reach, printed by a terminal at 80 columns (and
+    quoted, in a pytest diff, numbered): its window follows the pieces to the last one."""
+    from shardscan.decoders import terminal_wrap
+
+    whole, windowed = scanners(ruleset)
+    token = synth.jwt(__import__("random").Random(7), exp=4_102_444_800, claims="c" * 3000)
+    assert len(token) > 6 * hit_windows.TOKEN_AFTER
+    text = padded(terminal_wrap.encode(f"the session cookie was {token}", 80, prefix) + "\n")
+    # The window of the hit of ``eyJ`` alone (the token's own base64 has hits all along it).
+    hit = text.index("eyJ") + 3
+    spans = hit_windows.windows(text, [hit], frozenset([hit]))
+    assert spans is not None and len(spans) == 1
+    last_piece = text.rindex(token[-6:])
+    assert spans[0].start <= text.index("cookie") and last_piece < spans[0].end
+    # It ends a line or two after the token's last piece: the rest of the cell is not read.
+    assert text.count("\n", last_piece, spans[0].end) <= 3
+    findings, _ = whole.scan_text(text)
+    assert [f.rule_id for f in findings] == ["jwt"]
+    assert windowed.scan_text(text)[0] == findings
+
+
+def test_an_aws_secret_key_on_the_line_after_its_key_id_is_in_the_window(ruleset) -> None:
+    whole, windowed = scanners(ruleset)
+    rng = __import__("random").Random(11)
+    key_id, secret = synth.aws_key_id(rng), synth.aws_secret(rng)
+    text = padded(f"created access key {key_id}\n   with secret {secret}\n")
+    found = token_hits(whole, text)
+    assert found.token_ends
+    findings, _ = whole.scan_text(text)
+    assert "aws-secret-access-key" in [f.rule_id for f in findings]
+    assert windowed.scan_text(text)[0] == findings
