@@ -100,6 +100,18 @@ def test_a_token_keyword_at_the_start_of_a_cell_after_a_word_is_selected(kind, m
     assert _masks(values.slice(1, 4), monkeypatch) == (expected[1:5], expected[1:5])
 
 
+@pytest.mark.parametrize(
+    ("before", "selected"),
+    [(" ", True), ("=", True), ("x%3D", True), ("x%253d", True), ("x\\u003d", True), ("x\\x3D", True),
+     ("x\\n", True), ("x\x1b[1;33m", True), ("x", False), ("x3D", False), ("x%3", False), ("x\\u03d", False)],
+)
+def test_every_kind_of_token_boundary_selects_in_both_matchers(before: str, selected: bool, monkeypatch):
+    """Hyperscan runs the token boundary as three expressions (see ``prefilter._HYPERSCAN_BOUNDARIES``):
+    each kind still selects, and a keyword glued to a word does not."""
+    cells = pa.array(["no keyword here", f"{before}ghp_" + "a" * 36], pa.large_string())
+    assert _masks(cells, monkeypatch) == ([False, selected], [False, selected])
+
+
 def test_a_null_cell_is_never_selected_even_when_its_slot_holds_a_keyword(monkeypatch):
     """Arrow lets a null slot span bytes; they are not a cell's text."""
     data = b"abc" + b"ghp_" + b"a" * 36 + b"xyz"
