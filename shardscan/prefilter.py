@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -337,9 +337,21 @@ class RuleGate:
     wide: tuple[str | None, ...] = ()
     # Where sealed compiled databases may be reused from (None: compiled in memory, no file read).
     cache_dir: Path | None = None
-    # The deep keyword forms (in ``expressions`` too): what ``pattern`` lacks, so the part of an
-    # array that RE2 finishes (dense matches) is also searched for them.
-    deep: tuple[str, ...] = ()
+    # Derived once (see __post_init__): rules_for runs once per window of a long cell, and
+    # deriving these from ``gates`` took most of its time on a short window.
+    _gated: dict[int, str] = field(init=False, repr=False, compare=False)
+    _always: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _caseless: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _expressions: tuple[list[str], list[int]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        gated = {i: g for i, g in enumerate(self.gates) if g is not None}
+        wide = self.wide or self.gates
+        eligible = {i: wide[i] or gate for i, gate in gated.items()}
+        object.__setattr__(self, "_gated", gated)
+        object.__setattr__(self, "_always", tuple(i for i, g in enumerate(self.gates) if g is None))
+        object.__setattr__(self, "_caseless", tuple(i for i, g in gated.items() if "(?i" in g))
+        object.__setattr__(self, "_expressions", (list(eligible.values()), list(eligible)))
 
     @classmethod
     def from_patterns(
@@ -363,7 +375,7 @@ class RuleGate:
         """Compile (or load) the Hyperscan database now, e.g. before worker processes fork (in the
         background without a cache folder, as :meth:`Prefilter.warm`)."""
         if self.cache_dir is None and self.union:
-            expressions, ids = self._expressions()
+            expressions, ids = self._expressions
             hyperscan_matcher.compile_ahead(expressions, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=ids)
         else:
             self._compiled()
@@ -382,42 +394,32 @@ class RuleGate:
         data = array.buffers()[2]
         found = hyperscan_matcher.ids_per_cell(compiled, offsets, memoryview(data if data is not None else b""))
         # Hyperscan ids are rule indexes; the gates it refused run in RE2.
-        for rule in sorted(set(self._gated()) - set(compiled.ids)):
-            for hit in np.flatnonzero(_re2(array, self._gated()[rule])):
+        for rule in sorted(set(self._gated) - set(compiled.ids)):
+            for hit in np.flatnonzero(_re2(array, self._gated[rule])):
                 found[int(hit)].add(rule)
         # RE2 folds case by Unicode's rules, where two non-ASCII letters fold to ASCII ones
         # (``ſ`` to s, the Kelvin sign to k). Hyperscan's folding is its own: a text holding either
         # keeps every rule whose gate folds case, so that no gate drops a rule RE2 would keep.
-        caseless = [i for i, g in self._gated().items() if "(?i" in g]
+        caseless = self._caseless
         if caseless:
             # (Instant for most texts: Python answers "no" at once for a text without a character above U+00FF.)
             for text_index, text in enumerate(texts):
                 if any(c in text for c in _FOLDS_TO_ASCII):
                     found[text_index].update(caseless)
-        always = tuple(i for i, g in enumerate(self.gates) if g is None)
+        always = self._always
         return [tuple(sorted(always + tuple(ids))) for ids in found]
-
-    def _gated(self) -> dict[int, str]:
-        """Each gate, by the index of its rule."""
-        return {i: g for i, g in enumerate(self.gates) if g is not None}
 
     def _compiled(self) -> hyperscan_matcher.Compiled | None:
         """The Hyperscan database of the wide gates, its ids the rule indexes (None: RE2 runs them all)."""
         if not self.union:
             return None
-        expressions, ids = self._expressions()
+        expressions, ids = self._expressions
         return hyperscan_matcher.database(
             expressions, hyperscan_matcher.UNICODE_SINGLE_MATCH, partial=True, ids=ids, cache_dir=self.cache_dir
         )
 
-    def _expressions(self) -> tuple[list[str], list[int]]:
-        """The wide gates Hyperscan runs, and their rule indexes."""
-        wide = self.wide or self.gates
-        eligible = {i: wide[i] or gate for i, gate in self._gated().items()}
-        return list(eligible.values()), list(eligible)
-
     def _rules_for_re2(self, array: pa.Array) -> list[tuple[int, ...]]:
-        always = tuple(i for i, g in enumerate(self.gates) if g is None)
+        always = self._always
         hit = np.flatnonzero(_re2(array, self.union))
         out: list[tuple[int, ...]] = [always] * len(array)
         if len(hit) == 0:
