@@ -63,13 +63,21 @@ class BatchScanner:
         issues: list[ScanIssue] = []
         t = time.perf_counter()
         texts = list(by_text)
-        raw_rules = self.gate.rules_for(texts)
+        # A long cell is read in windows around its hits: the gate runs on each window there (the
+        # cell stage), not over the whole cell here.
+        above = self.cells.options.hit_windows_above
+        short = [text for text in texts if above is None or len(text) <= above]
+        gated = iter(self.gate.rules_for(short))
         rules = self.cells.rules
         timer.add("gate", t)
-        for text, rule_indexes in zip(texts, raw_rules, strict=True):
+        for text in texts:
             locations = by_text[text]
             try:
-                cell_findings, limits = self.cells.scan(text, timer, tuple(rules[i] for i in rule_indexes))
+                if above is None or len(text) <= above:
+                    cell_scan = self.cells.scan(text, timer, tuple(rules[i] for i in next(gated)))
+                else:
+                    cell_scan = self.cells.scan(text, timer, gate=self.gate)
+                cell_findings, limits = cell_scan
             except Exception as exc:  # fail closed: an engine bug is an incomplete scan, not a crash
                 cell_findings, limits = CellScan([], [f"internal error while scanning ({describe_exception(exc)})"])
             for location in locations:

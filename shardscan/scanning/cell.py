@@ -14,7 +14,7 @@ from shardscan.known_secrets import RULE_ID as KNOWN_RULE
 from shardscan.known_secrets import KnownSecretMatcher
 from shardscan.model import Severity, Verdict
 from shardscan.options import ScanOptions
-from shardscan.prefilter import Prefilter
+from shardscan.prefilter import Prefilter, RuleGate
 from shardscan.redaction import context_snippet, fingerprint, preview, span_reach
 from shardscan.ruleset import Rule, Ruleset
 from shardscan.scanning.budget import cell_finding_cap
@@ -41,13 +41,16 @@ class CellScanner:
         self.rules: tuple[Rule, ...] = ruleset.rules
 
     def scan(
-        self, text: str, timer: Timer | None = None, raw_rules: tuple[Rule, ...] | None = None
+        self, text: str, timer: Timer | None = None, raw_rules: tuple[Rule, ...] | None = None,
+        gate: RuleGate | None = None,
     ) -> CellScan:
         """Scan one cell's text: every window, every decoded view, every rule.
 
         ``raw_rules`` (default: all) are the rules run on the undecoded text, as selected by the
-        rule gate; decoded views always get every rule. Returns the cell's findings and the limits
-        it hit (each a message without cell content).
+        rule gate; with ``gate``, they are selected by it per window instead (a long cell's
+        windows are a fraction of it: gating the whole cell read it all once more). Decoded views
+        always get every rule. Returns the cell's findings and the limits it hit (each a message
+        without cell content).
         """
         timer = timer or Timer()
         raw_rules = self.rules if raw_rules is None else raw_rules
@@ -55,9 +58,13 @@ class CellScanner:
         raw: list[Reading] = []
         known: dict[Occurrence, tuple[str, ...]] = {}  # -> its decode chain
         t = time.perf_counter()
-        decoding = 0.0  # time spent producing decoded views, reported as its own stage
+        decoding = gating = 0.0  # time spent producing decoded views and gating windows: stages of their own
         budget = decoders.DecodeBudget.of(self.options.decode)
         for offset, window, continued in self._windows_of(text):
+            if gate is not None:
+                since = time.perf_counter()
+                raw_rules = tuple(self.rules[i] for i in gate.rules_for([window])[0])
+                gating += time.perf_counter() - since
             if self.known:
                 for hit in self.known.in_raw(window):
                     known.setdefault(Occurrence(hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
@@ -90,7 +97,8 @@ class CellScanner:
                 except RegexTimeout as err:
                     limits.append(f"rule {err.rule_id}: pattern time limit ({self.options.regex_timeout:g}s) exceeded")
         timer.totals["decode"] += decoding
-        t = timer.add("match", t + decoding)
+        timer.totals["gate"] += gating
+        t = timer.add("match", t + decoding + gating)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
         if not raw and not known:  # most candidate cells: a keyword, but no secret
             timer.add("verify", t)
