@@ -132,8 +132,46 @@ def hits(
         compiled.db.scan(data, match_event_handler=note)
     except hyperscan_matcher.hyperscan.ScanTerminated:
         return None
-    tokens += [len(k) for k in start_keywords if data.startswith(k)]
-    if len(data) != len(text) and (ends or tokens):
+    return _assembled(text, data, ends, tokens, start_keywords)
+
+
+def buffer_hits(
+    matches: hyperscan_matcher.CellMatches, cell: int, text: str, start_keywords: tuple[bytes, ...] = (),
+    token_ids: frozenset[int] = frozenset(),
+) -> Hits | None:
+    """:func:`hits` of cell ``cell`` (whose text is ``text``) as the prefilter's scan of its array's
+    buffer reported them, without scanning the cell again.
+
+    None when that scan did not report all of the cell's matches (it stopped inside the cell, or
+    left it to RE2), or when ``text`` is not the cell's bytes: the caller then calls :func:`hits`.
+    A match that began in the bytes of the cell before it adds a hit near the cell's start (a
+    superset: one more window, never one less).
+    """
+    if cell >= matches.scanned or cell in matches.cut:
+        return None
+    lo, hi = int(matches.offsets[cell]), int(matches.offsets[cell + 1])
+    first, last = np.searchsorted(matches.ends, [lo, hi], side="right").tolist()
+    if last - first > MAX_HITS:
+        return None
+    try:
+        data = text.encode("utf-8") if not text.isascii() else None
+    except UnicodeEncodeError:  # lone surrogates: not the text of a string cell
+        return None
+    if (len(data) if data is not None else len(text)) != hi - lo:
+        return None
+    found = matches.ends[first:last] - lo
+    token = np.isin(matches.ids[first:last], np.fromiter(token_ids, dtype=np.int64, count=len(token_ids)))
+    return _assembled(text, data, found[~token].tolist(), found[token].tolist(), start_keywords)
+
+
+def _assembled(
+    text: str, data: bytes | None, ends: list[int], tokens: list[int], start_keywords: tuple[bytes, ...]
+) -> Hits:
+    """The hits of ``text`` from the byte offsets of its matches' ends (``data``: its UTF-8 bytes,
+    None when it is ASCII), with the token keywords at its very start added."""
+    head = data if data is not None else text[:64].encode("ascii")
+    tokens += [len(k) for k in start_keywords if head.startswith(k)]
+    if data is not None and len(data) != len(text) and (ends or tokens):
         # Byte offsets to character offsets: count the bytes that start a character before each end.
         raw = np.frombuffer(data, dtype=np.uint8)
         starts = np.concatenate(([0], np.cumsum((raw & 0xC0) != 0x80)))

@@ -27,7 +27,7 @@ import os
 import platform
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +42,8 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
 
 __all__ = [
     "BATCH_MATCHES", "Compiled", "DENSE_AFTER_HITS", "DENSE_SHARE", "MATCHER_ENV", "PATTERN_CACHE_DIR",
-    "UNICODE_SINGLE_MATCH", "compile_ahead", "database", "enabled", "first_match_cells", "hyperscan", "ids_per_cell",
-    "spelled_out",
+    "UNICODE_SINGLE_MATCH", "CellMatches", "compile_ahead", "database", "enabled", "first_match_cells", "hyperscan",
+    "ids_per_cell", "match_cells", "spelled_out",
 ]
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,32 @@ def _finish_pending() -> None:
 os.register_at_fork(before=_finish_pending)
 
 
+@dataclass(frozen=True, slots=True)
+class CellMatches:
+    """What one scan of a string array's data buffer learnt (see :func:`match_cells`).
+
+    ``mask``: the cells holding a match; ``scanned``: the first cell left unscanned (the rest is
+    for RE2: dense matches); ``offsets``: the array's value offsets. When recorded, ``ends`` are
+    every match's end (an offset into the buffer, past its last byte) with the expression ``ids``
+    in the same order, and ``cut`` the cells whose scan stopped inside them (their later matches
+    were not reported).
+    """
+
+    mask: np.ndarray
+    scanned: int
+    offsets: np.ndarray
+    ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    cut: frozenset[int] = frozenset()
+
+
 def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:
+    """The mask of cells holding a match and the first cell left unscanned (see :func:`match_cells`)."""
+    found = match_cells(db, offsets, data)
+    return found.mask, found.scanned
+
+
+def match_cells(db: Any, offsets: np.ndarray, data: memoryview, *, record: bool = False) -> CellMatches:
     """Cells of a string array that hold a match, scanning its data buffer in as few calls as possible.
 
     ``offsets`` are the array's ``len + 1`` value offsets into ``data``. One call scans the whole
@@ -204,25 +229,41 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
     too: the prefilter is a superset filter, and such a cell is then scanned exactly. Patterns
     must not rely on ``^``: a cell is not the start of a scan.
 
-    Returns the mask and the index of the first cell left unscanned (``len(offsets) - 1`` when
-    the whole array was scanned). The scan gives up early when matches are dense (most cells
-    selected), where one RE2 pass over the rest costs less than a callback per match.
+    The scan gives up early when matches are dense (most cells selected), where one RE2 pass over
+    the rest costs less than a callback per match. With ``record``, every match's end and
+    expression id is kept too (the cell stage's hit windows need them, and would otherwise scan
+    each long candidate cell again).
     """
     cells = len(offsets) - 1
     mask = np.zeros(cells, dtype=bool)
     if cells == 0:
-        return mask, 0
+        return CellMatches(mask, 0, offsets)
     end = int(offsets[-1])
     position = int(offsets[0])
     ends: list[int] = []  # each match's end, relative to ``position``
+    ids: list[int] = []
+    kept_ends: list[np.ndarray] = []
+    kept_ids: list[np.ndarray] = []
+    cut: list[int] = []
     note = ends.append
 
-    def on_match(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
+    note_id = ids.append
+
+    def on_match_recorded(expression_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
+        note(to)
+        note_id(expression_id)
+        return len(ends) >= BATCH_MATCHES
+
+    def on_match_end(_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
         note(to)
         return len(ends) >= BATCH_MATCHES
 
+    on_match = on_match_recorded if record else on_match_end
+
+    scanned = cells
     while position < end:
         ends.clear()
+        ids.clear()
         with contextlib.suppress(hyperscan.ScanTerminated):
             db.scan(data[position:end], match_event_handler=on_match)
         if not ends:
@@ -230,14 +271,26 @@ def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[n
         last_bytes = np.array(ends, dtype=np.int64) + (position - 1)
         touched = np.searchsorted(offsets, last_bytes, side="right") - 1
         mask[touched] = True
+        if record:
+            kept_ends.append(last_bytes + 1)
+            kept_ids.append(np.array(ids, dtype=np.int64))
         if len(ends) < BATCH_MATCHES:
             break  # the call reached the end of the buffer
         last = int(touched[-1])
+        cut.append(last)
         selected = int(np.count_nonzero(mask[: last + 1]))
         if selected >= DENSE_AFTER_HITS and selected * DENSE_SHARE > last + 1:
-            return mask, last + 1
+            scanned = last + 1
+            break
         position = int(offsets[last + 1])  # the rest of that cell cannot change its selection
-    return mask, cells
+    if not record:
+        return CellMatches(mask, scanned, offsets)
+    all_ends = np.concatenate(kept_ends) if kept_ends else np.zeros(0, dtype=np.int64)
+    all_ids = np.concatenate(kept_ids) if kept_ids else np.zeros(0, dtype=np.int64)
+    if all_ends.size and np.any(all_ends[1:] < all_ends[:-1]):  # (in end order, for a search per cell)
+        order = np.argsort(all_ends, kind="stable")
+        all_ends, all_ids = all_ends[order], all_ids[order]
+    return CellMatches(mask, scanned, offsets, all_ends, all_ids, frozenset(cut))
 
 
 def ids_per_cell(compiled: Compiled, offsets: Sequence[int], data: memoryview) -> list[set[int]]:

@@ -155,21 +155,36 @@ class Prefilter:
         return self.masks([values])[0]
 
     def masks(self, arrays: list[pa.Array]) -> list[np.ndarray]:
-        """:meth:`mask` of several arrays (the leaves of a row group).
+        """:meth:`mask` of several arrays (the leaves of a row group)."""
+        return self.select(arrays)[0]
+
+    def select(
+        self, arrays: list[pa.Array], *, record: bool = False
+    ) -> tuple[list[np.ndarray], list[hyperscan_matcher.CellMatches | None]]:
+        """:meth:`mask` of several arrays (the leaves of a row group), and with ``record`` where each
+        match ended in each string array that Hyperscan scanned in place (None for the others:
+        dictionaries, binaries, other types, RE2).
 
         Hyperscan scans each array's data buffer where it lies. RE2 gets the arrays of a type
         family concatenated instead: Arrow compiles an RE2 pattern on every call (about a
         millisecond for the full pattern with encoded keyword forms), which costs more than the copy.
         """
+        matches: list[hyperscan_matcher.CellMatches | None] = [None] * len(arrays)
         if not self.pattern:
-            return [np.zeros(len(a), dtype=bool) for a in arrays]
+            return [np.zeros(len(a), dtype=bool) for a in arrays], matches
         targets = [values.dictionary if pa.types.is_dictionary(values.type) else values for values in arrays]
         compiled = hyperscan_matcher.database(self.expressions, cache_dir=self.cache_dir)
         if compiled is not None:
             # Strings and binaries of either offset width are scanned as they are; other types
             # (string views) as large strings, a copy.
             targets = [t if value_offsets(t) is not None else _widen(t) for t in targets]
-            flat = [self._match(t, compiled) for t in targets]
+            # (Only text arrays scanned where they lie: a binary cell's text is decoded with
+            # replacements, and a dictionary's or a copy's offsets are not the cells'.)
+            recorded = [record and t is a and (pa.types.is_string(a.type) or pa.types.is_large_string(a.type))
+                        for t, a in zip(targets, arrays, strict=True)]
+            found = [self._match(t, compiled, record=r) for t, r in zip(targets, recorded, strict=True)]
+            flat = [f.mask for f in found]
+            matches = [f if r else None for f, r in zip(found, recorded, strict=True)]
             for hits, starts in zip(flat, self._token_starts(targets), strict=True):
                 hits |= starts
         else:
@@ -184,7 +199,7 @@ class Prefilter:
                 spread[valid] = hits[indices[valid].astype(np.int64)]
                 hits = spread
             out.append(hits)
-        return out
+        return out, matches
 
     def _masks_re2(self, targets: list[pa.Array]) -> list[np.ndarray]:
         """RE2 masks of widened arrays, one pass per type family."""
@@ -204,21 +219,25 @@ class Prefilter:
         return [h if h is not None else _re2(t, self.pattern) if len(t) else np.zeros(0, dtype=bool)
                 for t, h in zip(targets, flat, strict=True)]
 
-    def _match(self, values: pa.Array, compiled: hyperscan_matcher.Compiled) -> np.ndarray:
-        """Hyperscan's mask of a string or binary array (RE2's for an array of another type)."""
+    def _match(
+        self, values: pa.Array, compiled: hyperscan_matcher.Compiled, *, record: bool = False
+    ) -> hyperscan_matcher.CellMatches:
+        """Hyperscan's matches in a string or binary array (RE2's mask for an array of another type)."""
         offsets = value_offsets(values)
         if offsets is None:
-            return _re2(values, self.pattern) if len(values) else np.zeros(0, dtype=bool)
+            mask = _re2(values, self.pattern) if len(values) else np.zeros(0, dtype=bool)
+            return hyperscan_matcher.CellMatches(mask, len(values), np.zeros(0, dtype=np.int64))
         data = values.buffers()[2]
-        mask, scanned = hyperscan_matcher.first_match_cells(
-            compiled.db, offsets, memoryview(data if data is not None else b"")
+        found = hyperscan_matcher.match_cells(
+            compiled.db, offsets, memoryview(data if data is not None else b""), record=record
         )
+        mask, scanned = found.mask, found.scanned
         if scanned < len(values):  # dense matches: RE2 finishes the array
             rest = values.slice(scanned)
             mask[scanned:] = _re2(rest, self.pattern) | self._deep_mask(rest)
         if values.null_count:
             mask &= compute.is_valid(values).to_numpy(zero_copy_only=False)
-        return mask
+        return found
 
     def _deep_mask(self, values: pa.Array) -> np.ndarray:
         """The cells of a string or binary array holding a deep keyword form (which ``pattern``

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from shardscan import arrow_compute as compute
+from shardscan import hit_windows
 from shardscan.errors import describe_exception
 from shardscan.model import BatchResult, CellLocation, Finding, IssueKind, ScanIssue, ScanStats
 from shardscan.prefilter import Prefilter, RuleGate, value_offsets
@@ -37,13 +38,18 @@ class BatchScanner:
         timer = timer or Timer()
         cells = nbytes = candidates = clocked = 0
         by_text: dict[str, list[CellLocation]] = defaultdict(list)
+        # A long cell is read in windows around its hits: where the prefilter's scan of the
+        # array reported all of them, they are kept (see hit_windows.buffer_hits) rather than
+        # looked for again in the cell.
+        above = self.cells.options.hit_windows_above
+        found_hits: dict[str, hit_windows.Hits] = {}
         t = time.perf_counter()
-        masks = self.prefilter.masks([leaf.values for leaf in batch.leaves])
+        masks, matches = self.prefilter.select([leaf.values for leaf in batch.leaves], record=above is not None)
         if self.known_prefilter is not None:
             known = self.known_prefilter.masks([leaf.values for leaf in batch.leaves])
             masks = [mask | extra for mask, extra in zip(masks, known, strict=True)]
         timer.add("prefilter", t)
-        for leaf, mask in zip(batch.leaves, masks, strict=True):
+        for leaf, mask, leaf_matches in zip(batch.leaves, masks, matches, strict=True):
             t = time.perf_counter()
             values = leaf.values
             cells += len(values) - values.null_count
@@ -54,9 +60,18 @@ class BatchScanner:
                 continue
             rows = leaf.rows[selected].tolist()
             paths, roles = leaf.locations(selected)
-            for text, row, path, role in zip(_selected_texts(values, selected), rows, paths, roles, strict=True):
+            texts = _selected_texts(values, selected)
+            for text, row, path, role in zip(texts, rows, paths, roles, strict=True):
                 row = row if row == METADATA_ROW else batch.row_offset + row
                 by_text[text].append(CellLocation(shard, row, path, role))
+            if leaf_matches is not None and above is not None:
+                for cell, text in zip(selected.tolist(), texts, strict=True):
+                    if len(text) > above and text not in found_hits:
+                        hits = hit_windows.buffer_hits(
+                            leaf_matches, cell, text, self.prefilter.start_keywords, self.prefilter.token_ids
+                        )
+                        if hits is not None:
+                            found_hits[text] = hits
             candidates += len(selected)
             timer.add("prefilter", t)
         findings: list[Finding] = []
@@ -65,7 +80,6 @@ class BatchScanner:
         texts = list(by_text)
         # A long cell is read in windows around its hits: the gate runs on each window there (the
         # cell stage), not over the whole cell here.
-        above = self.cells.options.hit_windows_above
         short = [text for text in texts if above is None or len(text) <= above]
         gated = iter(self.gate.rules_for(short))
         rules = self.cells.rules
@@ -76,7 +90,7 @@ class BatchScanner:
                 if above is None or len(text) <= above:
                     cell_scan = self.cells.scan(text, timer, tuple(rules[i] for i in next(gated)))
                 else:
-                    cell_scan = self.cells.scan(text, timer, gate=self.gate)
+                    cell_scan = self.cells.scan(text, timer, gate=self.gate, hits=found_hits.get(text))
                 cell_findings, limits = cell_scan
             except Exception as exc:  # fail closed: an engine bug is an incomplete scan, not a crash
                 cell_findings, limits = CellScan([], [f"internal error while scanning ({describe_exception(exc)})"])

@@ -42,13 +42,14 @@ class CellScanner:
 
     def scan(
         self, text: str, timer: Timer | None = None, raw_rules: tuple[Rule, ...] | None = None,
-        gate: RuleGate | None = None,
+        gate: RuleGate | None = None, hits: hit_windows.Hits | None = None,
     ) -> CellScan:
         """Scan one cell's text: every window, every decoded view, every rule.
 
         ``raw_rules`` (default: all) are the rules run on the undecoded text, as selected by the
         rule gate; with ``gate``, they are selected by it per window instead (a long cell's
-        windows are a fraction of it: gating the whole cell read it all once more). Decoded views
+        windows are a fraction of it: gating the whole cell read it all once more); ``hits``, where
+        the prefilter's hits in it are known already (default: looked for here). Decoded views
         always get every rule. Returns the cell's findings and the limits it hit (each a message
         without cell content).
         """
@@ -60,7 +61,7 @@ class CellScanner:
         t = time.perf_counter()
         decoding = gating = 0.0  # time spent producing decoded views and gating windows: stages of their own
         budget = decoders.DecodeBudget.of(self.options.decode)
-        for offset, window, continued in self._windows_of(text):
+        for offset, window, continued in self._windows_of(text, hits):
             if gate is not None:
                 since = time.perf_counter()
                 raw_rules = tuple(self.rules[i] for i in gate.rules_for([window])[0])
@@ -165,7 +166,7 @@ class CellScanner:
             revealed=cand.secret if self.options.reveal_secrets else None,
         )
 
-    def _windows_of(self, text: str) -> Iterator[tuple[int, str, bool]]:
+    def _windows_of(self, text: str, known: hit_windows.Hits | None = None) -> Iterator[tuple[int, str, bool]]:
         """The parts of a cell to decode and match: (offset in the cell, text, cut mid-run).
 
         A long cell is read only around the prefilter's hits (``shardscan.hit_windows``: merged
@@ -180,8 +181,9 @@ class CellScanner:
         # Known secrets select cells through their own RE2 prefilter, whose hits are not located:
         # with them the whole cell is read, so that an occurrence away from every keyword is seen.
         if above is not None and above < len(text) <= hit_windows.MAX_CELL and not self.known:
-            compiled = _hit_database(self.prefilter)
-            hits = hit_windows.hits(text, compiled, self.prefilter.start_keywords, self.prefilter.token_ids)
+            hits = known if known is not None else hit_windows.hits(
+                text, _hit_database(self.prefilter), self.prefilter.start_keywords, self.prefilter.token_ids
+            )
             spans = hit_windows.windows(text, hits.ends, hits.token_ends) if hits is not None else None
         if spans is None:
             for offset, window in _windows(text, size, overlap):

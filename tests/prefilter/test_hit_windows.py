@@ -229,3 +229,54 @@ def test_an_aws_secret_key_on_the_line_after_its_key_id_is_in_the_window(ruleset
     findings, _ = whole.scan_text(text)
     assert "aws-secret-access-key" in [f.rule_id for f in findings]
     assert windowed.scan_text(text)[0] == findings
+
+
+def test_the_prefilters_buffer_scan_gives_each_long_cell_the_hits_a_scan_of_the_cell_finds(ruleset) -> None:
+    """The hits the prefilter's scan of a whole array reported are those a scan of each cell finds,
+    for ASCII and non-ASCII cells, a token keyword at a cell's very start, and cells that follow one."""
+    whole, _ = scanners(ruleset)
+    prefilter = whole.prefilter
+    rng = __import__("random").Random(3)
+    token = synth.expand("{{github:ghp_}}", seed="buffer")
+    cursor = base64.urlsafe_b64encode(json.dumps({"page": 2, "after": "y" * 40}).encode()).decode()
+    cells = [
+        padded(f"export GITHUB_TOKEN={token}\n", 60),
+        token + "\n" + FILLER_LINE * 60,  # a token keyword at the very start, after a cell ending in a letter
+        "é" * 3000 + f" cursor={cursor} " + "ü" * 3000,
+        padded(f"if line.startswith('-----BEGIN PRIVATE KEY-----'): key = {synth.aws_key_id(rng)}\n", 60),
+        "short and clean",
+    ]
+    values = pa.array(cells, pa.large_string())
+    (mask,), (found,) = prefilter.select([values], record=True)
+    assert found is not None and mask.tolist() == [True, True, True, True, False]
+    database = hyperscan_matcher.database(prefilter.expressions)
+    for cell in range(4):
+        from_buffer = hit_windows.buffer_hits(found, cell, cells[cell], prefilter.start_keywords, prefilter.token_ids)
+        rescanned = hit_windows.hits(cells[cell], database, prefilter.start_keywords, prefilter.token_ids)
+        assert from_buffer is not None and from_buffer == rescanned, cell
+    # A text that is not the cell's bytes is looked for again.
+    assert hit_windows.buffer_hits(found, 0, cells[0] + "x", prefilter.start_keywords, prefilter.token_ids) is None
+
+
+def test_a_cell_whose_buffer_scan_stopped_inside_it_is_scanned_again(ruleset, monkeypatch) -> None:
+    whole, _ = scanners(ruleset)
+    prefilter = whole.prefilter
+    monkeypatch.setattr(hyperscan_matcher, "BATCH_MATCHES", 4)
+    token = synth.expand("{{github:ghp_}}", seed="cut")
+    cells = [padded(" ".join([token] * 6), 50), padded(token, 50)]
+    (mask,), (found,) = prefilter.select([pa.array(cells, pa.large_string())], record=True)
+    assert found is not None and mask.all() and 0 in found.cut
+    assert hit_windows.buffer_hits(found, 0, cells[0], prefilter.start_keywords, prefilter.token_ids) is None
+    assert hit_windows.buffer_hits(found, 1, cells[1], prefilter.start_keywords, prefilter.token_ids) is not None
+
+
+def test_a_table_scan_does_not_look_for_a_long_cells_hits_again(ruleset, monkeypatch) -> None:
+    scanner = Scanner(ruleset, ScanOptions(now=NOW))
+    token = synth.expand("{{github:ghp_}}", seed="table")
+    table = pa.table({"text": [padded(f"export GITHUB_TOKEN={token}\n", 100), "clean"]})
+    looked = []
+    original = hit_windows.hits
+    monkeypatch.setattr(hit_windows, "hits", lambda *a, **k: looked.append(1) or original(*a, **k))
+    result = scanner.scan_table(table, "t")
+    assert [(f.location.row, f.rule_id) for f in result.findings] == [(0, "github-pat")]
+    assert looked == []
