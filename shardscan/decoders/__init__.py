@@ -119,14 +119,33 @@ class KeywordSet:
         head = text[text.rfind("\n", lo, start) + 1 or lo : start]
         if not self.context or not head.rstrip(_LABEL_QUOTES).endswith((":", "=")):
             return ""
-        found = sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
-        for at, length in found:
+        for at, length in self._context_in(head):
             if _LABEL_REST.fullmatch(head, at + length):
                 # From the start of the name the keyword is part of (DB_PASSWORD, not _PASSWORD).
                 while at > 0 and (head[at - 1].isascii() and head[at - 1].isalnum() or head[at - 1] in "_.-"):
                     at -= 1
                 return head[at:]
         return ""
+
+    def _context_in(self, head: str) -> list[tuple[int, int]]:
+        """(start, length) of each context keyword's first occurrence in ``head``, by start then length."""
+        # One Hyperscan pass of the plain keywords (the context keywords are among them) rather
+        # than a str.find per context keyword (over a hundred): this runs for every decoded base64
+        # run assigned with ":" or "=" (each ``"cursor": "eyJ…"`` of a JSON page). Byte offsets
+        # are character offsets only in ASCII text.
+        lengths = _context_lengths(self.plain, self.context) if head.isascii() else None
+        compiled = _keyword_database(self.plain) if lengths is not None else None
+        if compiled is None or lengths is None:
+            return sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
+        first: dict[int, int] = {}
+
+        def note(keyword: int, _start: int, to: int, _flags: int, _context: object) -> None:
+            length = lengths[keyword]
+            if length and to - length < first.get(keyword, to):
+                first[keyword] = to - length
+
+        compiled.db.scan(head.encode("ascii"), match_event_handler=note)
+        return sorted((at, lengths[keyword]) for keyword, at in first.items())
 
     def in_binary(self, data: bytes) -> bool:
         """True when a binary blob holds a plain keyword (only then is it worth reading as text)."""
@@ -257,6 +276,16 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 def _keyword_database(plain: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
     """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
     return hyperscan_matcher.database(_literals(plain))
+
+
+@lru_cache(maxsize=8)
+def _context_lengths(plain: tuple[str, ...], context: tuple[str, ...]) -> tuple[int, ...] | None:
+    """Per plain keyword, its length when it is a context keyword, else 0 (None when a context
+    keyword is not a plain one, so :data:`_keyword_database` would not find it)."""
+    names = set(context)
+    if not names <= set(plain):
+        return None
+    return tuple(len(k) if k in names else 0 for k in plain)
 
 
 def _stop(*_match: object) -> bool:
