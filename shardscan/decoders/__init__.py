@@ -15,8 +15,9 @@ installed) and the derivation of the keyword forms the prefilter selects cells b
 from __future__ import annotations
 
 import contextlib
+import operator
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -134,7 +135,7 @@ class KeywordSet:
         # run assigned with ":" or "=" (each ``"cursor": "eyJ…"`` of a JSON page). Byte offsets
         # are character offsets only in ASCII text.
         lengths = _context_lengths(self.plain, self.context) if head.isascii() else None
-        compiled = _keyword_database(self.plain) if lengths is not None else None
+        compiled = _held(_keyword_database, self.plain) if lengths is not None else None
         if compiled is None or lengths is None:
             return sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
         first: dict[int, int] = {}
@@ -151,7 +152,7 @@ class KeywordSet:
         """True when a binary blob holds a plain keyword (only then is it worth reading as text)."""
         # Python's alternation tries every keyword at every byte (a decoded 30 KB screenshot: 0.7 ms
         # with 43 keywords, 3.2 ms with 106); Hyperscan's automaton does not grow with their number.
-        compiled = _keyword_database(self.plain) if self.plain else None
+        compiled = _held(_keyword_database, self.plain) if self.plain else None
         if compiled is not None:
             return _any_match(compiled, data)
         if len(data) > RE2_ABOVE:
@@ -195,7 +196,7 @@ class KeywordSet:
         """
         # Hyperscan's automaton first: Python's alternation of some 500 keyword forms tries each at
         # every position (a decoded pagination cursor of 300 characters: 0.3 ms).
-        compiled = _forms_database(self.plain, self.encoded + self.nested) if self.plain else None
+        compiled = _held(_forms_database, self.plain, self.encoded, self.nested) if self.plain else None
         if compiled is not None:
             try:
                 data = value if isinstance(value, bytes) else value.encode("utf-8")
@@ -214,7 +215,7 @@ class KeywordSet:
         """Spans of every plain keyword occurrence in ``text`` (in no particular order)."""
         # One Hyperscan pass rather than one str.find loop per keyword (over a hundred of them);
         # byte offsets are character offsets only in ASCII text.
-        compiled = _keyword_database(self.plain) if self.plain and text.isascii() else None
+        compiled = _held(_keyword_database, self.plain) if self.plain and text.isascii() else None
         if compiled is not None:
             spans: list[tuple[int, int]] = []
             plain = self.plain
@@ -237,7 +238,7 @@ class KeywordSet:
         Rules test their keywords against this set instead of searching the text once per keyword
         and rule (over a hundred searches of the whole text per view).
         """
-        compiled = _keyword_database(self.plain) if self.plain else None
+        compiled = _held(_keyword_database, self.plain) if self.plain else None
         if compiled is None:
             return None
         found: set[int] = set()
@@ -257,7 +258,7 @@ class KeywordSet:
 
     def warm(self) -> None:
         """Compile the keyword searches now, e.g. before worker processes fork."""
-        forms = _forms_database(self.plain, self.encoded + self.nested) if self.plain_bytes else None
+        forms = _forms_database(self.plain, self.encoded, self.nested) if self.plain_bytes else None
         if forms is None:
             # Python's alternation of every form (a quarter of a second) is only the fallback of
             # Hyperscan's database: compiled ahead only where it is what ``matches`` runs.
@@ -302,12 +303,34 @@ def _any_match(compiled: hyperscan_matcher.Compiled, data: bytes) -> bool:
 
 
 @lru_cache(maxsize=8)
-def _forms_database(plain: tuple[str, ...], encoded: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
+def _forms_database(
+    plain: tuple[str, ...], encoded: tuple[str, ...], nested: tuple[str, ...] = ()
+) -> hyperscan_matcher.Compiled | None:
     """Hyperscan's database of the plain keywords and their encoded forms, nested-run forms included
     (None without Hyperscan, or when a form is not plain ASCII, where bytes and characters could disagree)."""
+    encoded += nested
     if not all(form.isascii() for form in encoded):
         return None
     return hyperscan_matcher.database(_literals(plain) + encoded)
+
+
+# The databases above by the identity of their arguments (tuples a KeywordSet holds): their memo
+# hashes hundreds of keywords and forms on every call, a few microseconds per decoded base64 run.
+_HELD: dict[tuple[int, ...], tuple[tuple[tuple[str, ...], ...], hyperscan_matcher.Compiled | None]] = {}
+_HELD_MAX = 16
+
+
+def _held(
+    build: Callable[..., hyperscan_matcher.Compiled | None], *parts: tuple[str, ...]
+) -> hyperscan_matcher.Compiled | None:
+    """``build(*parts)``, kept by the identity of ``build`` and of each of ``parts``."""
+    key = (id(build), *map(id, parts))
+    held = _HELD.get(key)
+    if held is None or not all(map(operator.is_, held[0], parts)):
+        if len(_HELD) >= _HELD_MAX:
+            _HELD.clear()
+        held = _HELD[key] = (parts, build(*parts))
+    return held[1]
 
 
 @lru_cache(maxsize=8)
