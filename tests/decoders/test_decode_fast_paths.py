@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from shardscan import detect as detect_module
 from shardscan import hyperscan_matcher
 from shardscan.decoders import _LABEL_REST as LABEL_REST
 from shardscan.decoders import KeywordSet
@@ -85,3 +86,18 @@ def test_label_before_matches_one_find_per_context_keyword_on_tricky_heads():
 def test_label_before_matches_the_reference_on_edge_heads(head):
     text = head + "QUJD" * 8
     assert _KEYWORDS.label_before(text, len(head)) == _label_before_reference(_KEYWORDS, text, len(head))
+
+
+def test_rules_selected_by_a_views_keywords_are_those_of_a_test_per_rule():
+    """detect's keyword index against the test per rule it replaces, keywords outside the searched
+    set included (searched in the text), over subsets of the rule tuple (a raw window's rules)."""
+    rng = random.Random(7)
+    rules = _RULESET.rules
+    keywords = sorted({k for rule in rules for k in rule.keywords})
+    for _ in range(300):
+        known = frozenset(k for k in keywords if rng.random() < 0.9)
+        chosen = tuple(rule for rule in rules if rng.random() < 0.5) if rng.random() < 0.5 else rules
+        text = " ".join(rng.sample(keywords, rng.randrange(0, 6)))
+        present = frozenset(k for k in known if k in text)
+        expected = [r for r in chosen if any(k in present if k in known else k in text for k in r.keywords)]
+        assert detect_module._with_keywords(chosen, present, known, text) == expected
