@@ -226,7 +226,7 @@ def _wraps(text: str) -> list[tuple[int, int]]:
     cuts = [
         i for i, n in enumerate(lengths[:-1])
         if (n in widths or (n >= MIN_WIDTH and i + 2 <= last and lengths[i + 1] == lengths[i + 2] in widths))
-        and _ends_in_token(shown[i])
+        and (shown[i][-1] in _TOKEN_END or _ends_in_token(shown[i]))  # (the first test inline: n >= MIN_WIDTH)
     ]
     if cuts and "-----BEGIN" in text:
         armored = _armored(shown)
@@ -241,13 +241,15 @@ def _wraps(text: str) -> list[tuple[int, int]]:
         # Whatever the next line's prefix, a join needs a run of token characters in it long enough
         # to make MIN_TOKEN with the cut line's tail (see _joins): without one anywhere in the
         # line (one C search), no kind of prefix can join, and none is matched.
+        # Only the kinds of prefix the next line can start with are matched (the others would
+        # find none, and a kind the next line lacks is passed over below anyway).
+        kinds = _KINDS_BY_FIRST.get(following[:1], _NO_PREFIX)
+        if kinds is _NO_PREFIX and following[:1] not in _TOKEN_START:
+            continue  # no prefix, and no token piece at the start of the next line (see _joins)
         tail = line[-MIN_TOKEN:]
         tail_run = len(tail) - len(tail.rstrip(_TOKEN_CHARS))
         if _TOKEN_RUNS[MIN_TOKEN - tail_run].search(following) is None:
             continue
-        # Only the kinds of prefix the next line can start with are matched (the others would
-        # find none, and a kind the next line lacks is passed over below anyway).
-        kinds = _KINDS_BY_FIRST.get(following[:1], _NO_PREFIX)
         if LinePrefix.SERVICE in kinds and "|" not in following:
             kinds = tuple(kind for kind in kinds if kind is not LinePrefix.SERVICE)
         for kind in kinds:
