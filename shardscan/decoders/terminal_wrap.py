@@ -233,7 +233,8 @@ def _wraps(text: str) -> list[tuple[int, int]]:
         cuts = [i for i in cuts if not armored[i]]
     if not cuts:
         return []
-    starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
+    # Line i starts after the i lines before it and their line breaks (summed in C).
+    ends = list(accumulate(map(len, lines), initial=0))
     runs = _Runs(shown, lengths)
     out: list[tuple[int, int]] = []
     for i in cuts:
@@ -258,7 +259,7 @@ def _wraps(text: str) -> list[tuple[int, int]]:
                 continue
             at = 0 if kind is None else runs.prefix(kind, i)
             if _joins(runs, kind, i, len(line) - at if at >= 0 else -1, following, after, tail_run):
-                out.append((starts[i] + len(line), starts[i + 1] + after))
+                out.append((ends[i] + i + len(line), ends[i + 1] + i + 1 + after))
                 break
             if kind in _DISTINCT and at >= 0:
                 break  # both lines carry this prefix: it is not a diff mark, indentation or text
