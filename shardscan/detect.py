@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 
 from shardscan.decoders import View
@@ -42,6 +43,56 @@ def passes_filters(rule: Rule, secret: str) -> bool:
     return not any(word in lowered for word in rule.stopwords)
 
 
+@dataclass(frozen=True, slots=True)
+class _KeywordIndex:
+    """Which rules of a tuple name each keyword: the rules a view's keywords select, without a test per rule."""
+
+    rules: tuple[Rule, ...]
+    known: frozenset[str]
+    # Per keyword of ``known``, the positions of the rules that list it.
+    by_keyword: dict[str, tuple[int, ...]]
+    # The rules with keywords outside ``known`` (searched in the text): position and those keywords.
+    searched: tuple[tuple[int, tuple[str, ...]], ...]
+
+
+# By the identity of the rules tuple and of the known keywords: a cell's decoded views all get the
+# rule set's own tuple, and its raw windows one tuple chosen by the rule gate.
+_INDEXES: dict[tuple[int, int], _KeywordIndex] = {}
+_INDEXES_MAX = 64
+
+
+def _with_keywords(
+    rules: tuple[Rule, ...], present: frozenset[str], known: frozenset[str], text: str
+) -> list[Rule]:
+    """The rules (in their order) with a keyword in ``present`` (of ``known``) or, outside ``known``, in ``text``."""
+    index = _INDEXES.get((id(rules), id(known)))
+    if index is None or index.rules is not rules or index.known is not known:
+        index = _index(rules, known)
+        if len(_INDEXES) >= _INDEXES_MAX:
+            _INDEXES.clear()
+        _INDEXES[(id(rules), id(known))] = index
+    hits: set[int] = set()
+    by_keyword = index.by_keyword
+    for keyword in present:
+        hits.update(by_keyword.get(keyword, ()))
+    for position, keywords in index.searched:
+        if position not in hits and any(k in text for k in keywords):
+            hits.add(position)
+    return [rules[position] for position in sorted(hits)]
+
+
+def _index(rules: tuple[Rule, ...], known: frozenset[str]) -> _KeywordIndex:
+    by_keyword: dict[str, list[int]] = {}
+    searched: list[tuple[int, tuple[str, ...]]] = []
+    for position, rule in enumerate(rules):
+        for keyword in dict.fromkeys(k for k in rule.keywords if k in known):
+            by_keyword.setdefault(keyword, []).append(position)
+        outside = tuple(k for k in rule.keywords if k not in known)
+        if outside:
+            searched.append((position, outside))
+    return _KeywordIndex(rules, known, {k: tuple(v) for k, v in by_keyword.items()}, tuple(searched))
+
+
 def detect(
     view: View,
     rules: tuple[Rule, ...],
@@ -57,13 +108,12 @@ def detect(
     pattern runs past ``timeout`` seconds on this view.
     """
     text = view.text
-    for rule in rules:
+    selected = rules if present is None else _with_keywords(rules, present, known, text)
+    for rule in selected:
         if present is None:
             if not rule.keyword_in(text):
                 continue
-        elif not any(k in present if k in known else k in text for k in rule.keywords) or (
-            rule.prefilter and not rule.keyword_in(text)
-        ):
+        elif rule.prefilter and not rule.keyword_in(text):
             continue  # (a rule with prefilter patterns also needs one of them: Rule.keyword_in)
         try:
             for match in rule.pattern.finditer(text, timeout=timeout):

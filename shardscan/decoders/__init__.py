@@ -15,8 +15,9 @@ installed) and the derivation of the keyword forms the prefilter selects cells b
 from __future__ import annotations
 
 import contextlib
+import operator
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -119,8 +120,7 @@ class KeywordSet:
         head = text[text.rfind("\n", lo, start) + 1 or lo : start]
         if not self.context or not head.rstrip(_LABEL_QUOTES).endswith((":", "=")):
             return ""
-        found = sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
-        for at, length in found:
+        for at, length in self._context_in(head):
             if _LABEL_REST.fullmatch(head, at + length):
                 # From the start of the name the keyword is part of (DB_PASSWORD, not _PASSWORD).
                 while at > 0 and (head[at - 1].isascii() and head[at - 1].isalnum() or head[at - 1] in "_.-"):
@@ -128,11 +128,31 @@ class KeywordSet:
                 return head[at:]
         return ""
 
+    def _context_in(self, head: str) -> list[tuple[int, int]]:
+        """(start, length) of each context keyword's first occurrence in ``head``, by start then length."""
+        # One Hyperscan pass of the plain keywords (the context keywords are among them) rather
+        # than a str.find per context keyword (over a hundred): this runs for every decoded base64
+        # run assigned with ":" or "=" (each ``"cursor": "eyJ…"`` of a JSON page). Byte offsets
+        # are character offsets only in ASCII text.
+        lengths = _context_lengths(self.plain, self.context) if head.isascii() else None
+        compiled = _held(_keyword_database, self.plain) if lengths is not None else None
+        if compiled is None or lengths is None:
+            return sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
+        first: dict[int, int] = {}
+
+        def note(keyword: int, _start: int, to: int, _flags: int, _context: object) -> None:
+            length = lengths[keyword]
+            if length and to - length < first.get(keyword, to):
+                first[keyword] = to - length
+
+        compiled.db.scan(head.encode("ascii"), match_event_handler=note)
+        return sorted((at, lengths[keyword]) for keyword, at in first.items())
+
     def in_binary(self, data: bytes) -> bool:
         """True when a binary blob holds a plain keyword (only then is it worth reading as text)."""
         # Python's alternation tries every keyword at every byte (a decoded 30 KB screenshot: 0.7 ms
         # with 43 keywords, 3.2 ms with 106); Hyperscan's automaton does not grow with their number.
-        compiled = _keyword_database(self.plain) if self.plain else None
+        compiled = _held(_keyword_database, self.plain) if self.plain else None
         if compiled is not None:
             return _any_match(compiled, data)
         if len(data) > RE2_ABOVE:
@@ -176,7 +196,7 @@ class KeywordSet:
         """
         # Hyperscan's automaton first: Python's alternation of some 500 keyword forms tries each at
         # every position (a decoded pagination cursor of 300 characters: 0.3 ms).
-        compiled = _forms_database(self.plain, self.encoded + self.nested) if self.plain else None
+        compiled = _held(_forms_database, self.plain, self.encoded, self.nested) if self.plain else None
         if compiled is not None:
             try:
                 data = value if isinstance(value, bytes) else value.encode("utf-8")
@@ -195,7 +215,7 @@ class KeywordSet:
         """Spans of every plain keyword occurrence in ``text`` (in no particular order)."""
         # One Hyperscan pass rather than one str.find loop per keyword (over a hundred of them);
         # byte offsets are character offsets only in ASCII text.
-        compiled = _keyword_database(self.plain) if self.plain and text.isascii() else None
+        compiled = _held(_keyword_database, self.plain) if self.plain and text.isascii() else None
         if compiled is not None:
             spans: list[tuple[int, int]] = []
             plain = self.plain
@@ -218,7 +238,7 @@ class KeywordSet:
         Rules test their keywords against this set instead of searching the text once per keyword
         and rule (over a hundred searches of the whole text per view).
         """
-        compiled = _keyword_database(self.plain) if self.plain else None
+        compiled = _held(_keyword_database, self.plain) if self.plain else None
         if compiled is None:
             return None
         found: set[int] = set()
@@ -238,7 +258,7 @@ class KeywordSet:
 
     def warm(self) -> None:
         """Compile the keyword searches now, e.g. before worker processes fork."""
-        forms = _forms_database(self.plain, self.encoded + self.nested) if self.plain_bytes else None
+        forms = _forms_database(self.plain, self.encoded, self.nested) if self.plain_bytes else None
         if forms is None:
             # Python's alternation of every form (a quarter of a second) is only the fallback of
             # Hyperscan's database: compiled ahead only where it is what ``matches`` runs.
@@ -259,6 +279,16 @@ def _keyword_database(plain: tuple[str, ...]) -> hyperscan_matcher.Compiled | No
     return hyperscan_matcher.database(_literals(plain))
 
 
+@lru_cache(maxsize=8)
+def _context_lengths(plain: tuple[str, ...], context: tuple[str, ...]) -> tuple[int, ...] | None:
+    """Per plain keyword, its length when it is a context keyword, else 0 (None when a context
+    keyword is not a plain one, so :data:`_keyword_database` would not find it)."""
+    names = set(context)
+    if not names <= set(plain):
+        return None
+    return tuple(len(k) if k in names else 0 for k in plain)
+
+
 def _stop(*_match: object) -> bool:
     return True  # the first match answers the question: stop the scan
 
@@ -273,12 +303,37 @@ def _any_match(compiled: hyperscan_matcher.Compiled, data: bytes) -> bool:
 
 
 @lru_cache(maxsize=8)
-def _forms_database(plain: tuple[str, ...], encoded: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
+def _forms_database(
+    plain: tuple[str, ...], encoded: tuple[str, ...], nested: tuple[str, ...] = ()
+) -> hyperscan_matcher.Compiled | None:
     """Hyperscan's database of the plain keywords and their encoded forms, nested-run forms included
     (None without Hyperscan, or when a form is not plain ASCII, where bytes and characters could disagree)."""
+    encoded += nested
     if not all(form.isascii() for form in encoded):
         return None
     return hyperscan_matcher.database(_literals(plain) + encoded)
+
+
+# The databases above by the identity of their arguments (tuples a KeywordSet holds): their memo
+# hashes hundreds of keywords and forms on every call, a few microseconds per decoded base64 run.
+_HELD: dict[tuple[int, int], tuple[tuple[tuple[str, ...], ...], hyperscan_matcher.Compiled | None]] = {}
+_HELD_MAX = 16
+
+
+def _held(
+    build: Callable[..., hyperscan_matcher.Compiled | None], *parts: tuple[str, ...]
+) -> hyperscan_matcher.Compiled | None:
+    """``build(*parts)``, kept by the identity of ``build`` and of each of ``parts``."""
+    held = _HELD.get((id(build), id(parts[0])))
+    if held is not None and len(held[0]) == len(parts):
+        # (Unrolled: this runs once per decoded base64 run.)
+        kept = held[0]
+        if kept[0] is parts[0] and (len(parts) == 1 or all(map(operator.is_, kept, parts))):
+            return held[1]
+    if len(_HELD) >= _HELD_MAX:
+        _HELD.clear()
+    held = _HELD[(id(build), id(parts[0]))] = (parts, build(*parts))
+    return held[1]
 
 
 @lru_cache(maxsize=8)

@@ -82,12 +82,14 @@ def runs(text: str) -> Iterator[tuple[int, int, str]]:
         if text.startswith(IMAGE_MAGIC, start):
             pos = line_end
             continue
-        if (start == 0 or mapped[start - 1] == _SPACE) and _first_line_only(text, mapped, start, line_end):
-            # The common case (an identifier, a hash, a one-line token): the run is its first
-            # line, found without walking it with the run patterns.
-            pos = line_end
-            yield start, line_end, text[start:line_end]
-            continue
+        if start == 0 or mapped[start - 1] == _SPACE:
+            end = _first_line_only(text, mapped, start, line_end)
+            if end:
+                # The common case (an identifier, a hash, a one-line token): the run is its first
+                # line (and its padding), found without walking it with the run patterns.
+                pos = end
+                yield start, end, text[start:end]
+                continue
         if not padded:
             padded = " " + text
         found = False
@@ -100,28 +102,33 @@ def runs(text: str) -> Iterator[tuple[int, int, str]]:
             pos = line_end
 
 
-def _first_line_only(text: str, mapped: bytes, start: int, line_end: int) -> bool:
-    """True when :func:`_runs_in` would read the run at ``start`` as exactly its first line.
+def _first_line_only(text: str, mapped: bytes, start: int, line_end: int) -> int:
+    """The end of the run at ``start`` when :func:`_runs_in` would read it as exactly its first line
+    and its padding (0: not sure, the caller reads the run with :func:`_runs_in`).
 
-    Decided from what follows the line (no padding; no line break, or a next line that cannot
-    continue a wrapped run), so most runs skip the line-by-line reading. False means "not sure":
-    the caller reads the run with :func:`_runs_in`.
+    Decided from what follows the line (padding and nothing else; no line break, or a next line
+    that cannot continue a wrapped run), so most runs skip the line-by-line reading.
     """
     if line_end == len(text) or text[line_end] not in _RUN_CONTINUES:
-        return True  # nothing can extend the line: no padding, no line break
+        return line_end  # nothing can extend the line: no padding, no line break
     if text[line_end] == "=":
-        return False  # padding belongs to the run
+        # Padding ends a run of one line (no line break can follow "=" in it), up to two of them.
+        return line_end + (2 if text.startswith("==", line_end) else 1)
     first = line_end - start
     if first % 4:
-        return True  # not wrapped base64: a run of one line, whatever follows
+        return line_end  # not wrapped base64: a run of one line, whatever follows
     brk = _BREAK.match(text, line_end)
     if brk is None:
-        return True
+        return line_end
     second = mapped.find(b" ", brk.end())
     second = (len(mapped) if second < 0 else second) - brk.end()
     # No next line, a longer one (not a wrapped run's last line), or one too short by a number of
-    # characters no base64 quantum can end with: the first line is the run.
-    return second == 0 or second > first or second % 4 == 1
+    # characters no base64 quantum can end with: the first line is the run. So is a shorter next
+    # line after a first line of a width base64 is not usually wrapped at: a run of one full line
+    # and a short last one is only read at WRAP_WIDTHS (a hash, then the next line's word).
+    if second == 0 or second > first or second % 4 == 1 or (second < first and first not in WRAP_WIDTHS):
+        return line_end
+    return 0
 
 
 def _runs_in(padded: str, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:

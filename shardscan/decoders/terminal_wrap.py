@@ -35,6 +35,7 @@ prefilter looks for each keyword's pieces on either side of a line break (:func:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,27 @@ _STANDARD_BASE64 = re.compile(r"[A-Za-z0-9+/=]+")
 _DISTINCT = frozenset({LinePrefix.QUOTE, LinePrefix.PYTEST, LinePrefix.LOG, LinePrefix.SERVICE, LinePrefix.LINE_NUMBER})
 
 
+# By how many token characters a next line must hold in a row (at least one: it starts with one).
+_TOKEN_RUNS = [re.compile(f"[{re.escape(_TOKEN_CHARS)}]{{{max(1, n)}}}") for n in range(MIN_TOKEN + 1)]
+# The kinds of prefix a line can carry, by its first character: each kind's pattern
+# (shardscan.line_prefix.PATTERNS) can only start with these (blanks before a quote, a level word's
+# capital, a service name, a line number; a diff's mark; indentation). Order kept, None last.
+_FIRST_CHARS: dict[LinePrefix, str] = {
+    LinePrefix.QUOTE: " \t>",
+    LinePrefix.PYTEST: "E",
+    LinePrefix.LOG: " \t[0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    LinePrefix.SERVICE: " \t" + "".join(sorted(_ALNUM)),
+    LinePrefix.LINE_NUMBER: " \t0123456789",
+    LinePrefix.DIFF: "+- ",
+    LinePrefix.INDENT: " \t",
+}
+_NO_PREFIX: tuple[LinePrefix | None, ...] = (None,)
+_KINDS_BY_FIRST: dict[str, tuple[LinePrefix | None, ...]] = {
+    first: (*(kind for kind in WRAP_PREFIXES if first in _FIRST_CHARS[kind]), None)
+    for first in set("".join(_FIRST_CHARS.values()))
+}
+
+
 def _ends_in_token(line: str) -> bool:
     """Whether ``line`` ends in a token character (see :data:`_TOKEN_END`)."""
     last = line[-1:]
@@ -97,13 +119,21 @@ class _Runs:
     than the rest of the decoder.
     """
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], lengths: list[int]) -> None:
         self.lines = lines
+        self.lengths = lengths  # of each line
         self._cache: dict[tuple[LinePrefix | None, int], _Run] = {}
+        # Runs without a prefix (stretches of non-blank lines), by their first line; the blank lines.
+        self._plain: dict[int, _Run] = {}
+        self._blanks: list[int] | None = None
         self._widths: dict[tuple[LinePrefix | None, int], int] = {}
+        # A line is the next line of one cut and the cut line of the next: its prefixes are matched once.
+        self._prefixes: dict[tuple[LinePrefix, int], int] = {}
 
     def run(self, kind: LinePrefix | None, index: int) -> _Run:
         """The run of ``kind`` holding line ``index`` (which carries that prefix)."""
+        if kind is None and self.lengths[index]:
+            return self._plain_run(index)
         found = self._cache.get((kind, index))
         if found is None:
             first = index
@@ -127,9 +157,36 @@ class _Runs:
         width = self._widths.get(key)
         if width is None:
             line = self.lines[index]
-            at = prefix_length(line, kind)
+            at = self.prefix(kind, index)
             width = self._widths[key] = -1 if at < 0 or not line else len(line) - at
         return width
+
+    def prefix(self, kind: LinePrefix, index: int) -> int:
+        """The length of line ``index``'s prefix of ``kind`` (-1 when it has none), matched once per line and kind."""
+        key = (kind, index)
+        at = self._prefixes.get(key)
+        if at is None:
+            at = self._prefixes[key] = prefix_length(self.lines[index], kind)
+        return at
+
+    def _plain_run(self, index: int) -> _Run:
+        """The stretch of non-blank lines holding line ``index`` (not blank): its bounds are the
+        blank lines around it, found by bisection instead of line by line."""
+        if self._blanks is None:
+            self._blanks = [i for i, n in enumerate(self.lengths) if not n]
+        blanks = self._blanks
+        at = bisect_left(blanks, index)
+        first = blanks[at - 1] + 1 if at else 0
+        found = self._plain.get(first)
+        if found is None:
+            last = blanks[at] if at < len(blanks) else len(self.lines)
+            lengths = self.lengths[first:last]
+            pure: dict[int, bool] = {}
+            for line, width in zip(self.lines[first:last], lengths, strict=True):
+                if width >= MIN_WIDTH and pure.get(width, True):
+                    pure[width] = _STANDARD_BASE64.fullmatch(line) is not None
+            found = self._plain[first] = _Run(max(lengths), frozenset(w for w, p in pure.items() if p))
+        return found
 
     def _build(self, kind: LinePrefix | None, first: int, last: int) -> _Run:
         """The run of lines ``first`` to ``last`` (each carrying a prefix of ``kind``)."""
@@ -169,25 +226,40 @@ def _wraps(text: str) -> list[tuple[int, int]]:
     cuts = [
         i for i, n in enumerate(lengths[:-1])
         if (n in widths or (n >= MIN_WIDTH and i + 2 <= last and lengths[i + 1] == lengths[i + 2] in widths))
-        and _ends_in_token(shown[i])
+        and (shown[i][-1] in _TOKEN_END or _ends_in_token(shown[i]))  # (the first test inline: n >= MIN_WIDTH)
     ]
     if cuts and "-----BEGIN" in text:
         armored = _armored(shown)
         cuts = [i for i in cuts if not armored[i]]
     if not cuts:
         return []
-    starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
-    runs = _Runs(shown)
+    # Line i starts after the i lines before it and their line breaks (summed in C).
+    ends = list(accumulate(map(len, lines), initial=0))
+    runs = _Runs(shown, lengths)
     out: list[tuple[int, int]] = []
     for i in cuts:
         line, following = shown[i], shown[i + 1]
-        for kind in (*WRAP_PREFIXES, None):
-            at = 0 if kind is None else prefix_length(line, kind)
-            after = 0 if kind is None else prefix_length(following, kind)
+        # Whatever the next line's prefix, a join needs a run of token characters in it long enough
+        # to make MIN_TOKEN with the cut line's tail (see _joins): without one anywhere in the
+        # line (one C search), no kind of prefix can join, and none is matched.
+        # Only the kinds of prefix the next line can start with are matched (the others would
+        # find none, and a kind the next line lacks is passed over below anyway).
+        kinds = _KINDS_BY_FIRST.get(following[:1], _NO_PREFIX)
+        if kinds is _NO_PREFIX and following[:1] not in _TOKEN_START:
+            continue  # no prefix, and no token piece at the start of the next line (see _joins)
+        tail = line[-MIN_TOKEN:]
+        tail_run = len(tail) - len(tail.rstrip(_TOKEN_CHARS))
+        if _TOKEN_RUNS[MIN_TOKEN - tail_run].search(following) is None:
+            continue
+        if LinePrefix.SERVICE in kinds and "|" not in following:
+            kinds = tuple(kind for kind in kinds if kind is not LinePrefix.SERVICE)
+        for kind in kinds:
+            after = 0 if kind is None else runs.prefix(kind, i + 1)
             if after < 0:
                 continue
-            if _joins(runs, kind, i, len(line) - at if at >= 0 else -1, following, after):
-                out.append((starts[i] + len(line), starts[i + 1] + after))
+            at = 0 if kind is None else runs.prefix(kind, i)
+            if _joins(runs, kind, i, len(line) - at if at >= 0 else -1, following, after, tail_run):
+                out.append((ends[i] + i + len(line), ends[i + 1] + i + 1 + after))
                 break
             if kind in _DISTINCT and at >= 0:
                 break  # both lines carry this prefix: it is not a diff mark, indentation or text
@@ -211,21 +283,23 @@ def _armored(lines: list[str]) -> list[bool]:
     return out
 
 
-def _joins(runs: _Runs, kind: LinePrefix | None, index: int, width: int, following: str, after: int) -> bool:
-    """Whether line ``index`` (``width`` characters after its prefix of ``kind``; -1: it has none) was
-    cut at the width of its run, the next line carrying that prefix."""
+def _joins(
+    runs: _Runs, kind: LinePrefix | None, index: int, width: int, following: str, after: int, tail_run: int
+) -> bool:
+    """Whether line ``index`` (``width`` characters after its prefix of ``kind``; -1: it has none;
+    ``tail_run`` token characters at its end, up to MIN_TOKEN) was cut at the width of its run,
+    the next line carrying that prefix."""
     if following[after : after + 1] not in _TOKEN_START:
         return False
     line = runs.lines[index]
-    tail = line[-MIN_TOKEN:]
     head = following[after : after + MIN_TOKEN]
-    if len(tail) - len(tail.rstrip(_TOKEN_CHARS)) + len(head) - len(head.lstrip(_TOKEN_CHARS)) < MIN_TOKEN:
+    if tail_run + len(head) - len(head.lstrip(_TOKEN_CHARS)) < MIN_TOKEN:
         return False  # too short a run of token characters across the cut to be a secret
     if MIN_WIDTH <= width <= MAX_WIDTH:
         run = runs.run(kind, index)
         if width in run.blob_widths:
             return False
-        if any(runs.width(kind, j) == width for j in (index - 1, index + 1)):
+        if runs.width(kind, index - 1) == width or runs.width(kind, index + 1) == width:
             return True  # two lines of one width in a row: text cut there
         if width in COMMON_WIDTHS and width == run.widest:
             return True  # a pane: nothing is printed wider
