@@ -100,6 +100,27 @@ def database(
     """
     if not enabled() or not expressions:
         return None
+    # Asked again with the very same objects (a scanner's expressions, per window of a long cell):
+    # answered without hashing every expression again. Valid while the memo below is the same one.
+    quick = (id(expressions), flags, partial, id(ids), cache_dir)
+    held = _BY_IDENTITY.get(quick)
+    if held is not None and held[0] is expressions and held[1] is ids and held[2] is _DATABASES:
+        return held[3]
+    found = _database(expressions, flags, partial, ids, cache_dir)
+    if len(_BY_IDENTITY) >= 64:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[quick] = (expressions, ids, _DATABASES, found)
+    return found
+
+
+# database()'s answers by the identity of its arguments (kept alive here, so the ids stay theirs).
+_BY_IDENTITY: dict[tuple[int, int, bool, int, Path | None], tuple[Any, Any, Any, Compiled | None]] = {}
+
+
+def _database(
+    expressions: Sequence[str], flags: int, partial: bool, ids: Sequence[int] | None, cache_dir: Path | None
+) -> Compiled | None:
+    """:func:`database`, looked up by the expressions' values."""
     ids = tuple(ids) if ids is not None else tuple(range(len(expressions)))
     # A database compiled in this process serves every later request for the same patterns, with
     # a cache folder or without (it was never read from disk); one loaded from a cache folder

@@ -182,7 +182,9 @@ class CellScanner:
         # with them the whole cell is read, so that an occurrence away from every keyword is seen.
         if above is not None and above < len(text) <= hit_windows.MAX_CELL and not self.known:
             hits = known if known is not None else hit_windows.hits(
-                text, _hit_database(self.prefilter), self.prefilter.start_keywords, self.prefilter.token_ids
+                text,
+                hyperscan_matcher.database(self.prefilter.expressions, cache_dir=self.prefilter.cache_dir),
+                self.prefilter.start_keywords, self.prefilter.token_ids,
             )
             spans = hit_windows.windows(text, hits.ends, hits.token_ends) if hits is not None else None
         if spans is None:
@@ -192,19 +194,6 @@ class CellScanner:
         for span in spans:
             for offset, window in _windows(text[span.start : span.end], size, overlap):
                 yield span.start + offset, window, offset > 0
-
-
-# The prefilter's database per expressions tuple (by identity): ``hyperscan_matcher.database``
-# keys its own memo by the ~3,000 expressions, a tenth of a millisecond per long candidate cell.
-_HIT_DATABASES: dict[int, tuple[tuple[str, ...], hyperscan_matcher.Compiled | None]] = {}
-
-
-def _hit_database(prefilter: Prefilter) -> hyperscan_matcher.Compiled | None:
-    held = _HIT_DATABASES.get(id(prefilter.expressions))
-    if held is None or held[0] is not prefilter.expressions:
-        held = (prefilter.expressions, hyperscan_matcher.database(prefilter.expressions, cache_dir=prefilter.cache_dir))
-        _HIT_DATABASES[id(prefilter.expressions)] = held
-    return held[1]
 
 
 def one_per_occurrence(known: dict[Occurrence, tuple[str, ...]]) -> dict[Occurrence, tuple[str, ...]]:
