@@ -2,7 +2,7 @@
 
 A long cell is selected because a keyword (plain or in an encoded form) occurs somewhere in it.
 Decoding, detecting and verifying the whole cell costs time in proportion to its length, while
-only the text around those occurrences can hold what a rule reports. :func:`hit_ends` finds
+only the text around those occurrences can hold what a rule reports. :func:`hits` finds
 where the prefilter's expressions match (Hyperscan, C speed); :func:`windows` turns those offsets
 into merged windows of whole lines and widens a window only where the text proves it must:
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -37,14 +38,14 @@ from shardscan.decoders import NEAR_AFTER, NEAR_BEFORE
 BEFORE = NEAR_BEFORE + 256
 AFTER = NEAR_AFTER + 256
 # The reach of a token keyword's hit (``Ruleset.token_keywords``: a keyword every rule that lists it
-# matches only where it begins a token, ``eyJ``, ``ghp_``, ``AKIA``): those rules' matches begin at
-# the keyword, so what they report is the token, read whole below, and at most TOKEN_AFTER
-# characters after the keyword (the built-in rules reach at most about 200: an AWS secret key on
-# the line after its key ID); a lookbehind or an escape before it is within TOKEN_BEFORE. A token
-# printed across wrapped lines is followed line by line (:func:`_wrapped_lines`). Escape decoders
-# still see every escape near the keyword inside the window, so their decisions there are the same.
-# Measured on coding-agent traces, where pagination cursors (``cursor=eyJ…``) are most of the hits:
-# these windows are a quarter of the wide ones.
+# matches only where it begins a token, ``eyJ``, ``ghp_``, ``AKIA``) and of a deep keyword form's
+# (a base64 run): those rules' matches begin at the keyword, so what they report is the token, read
+# whole below, and at most TOKEN_AFTER characters after the keyword (the built-in rules reach at
+# most about 200: an AWS secret key on the line after its key ID); a lookbehind or an escape before
+# it is within TOKEN_BEFORE. A token printed across wrapped lines is followed line by line
+# (:func:`_token_span`). Escape decoders still see every escape near the keyword inside the window,
+# so their decisions there are the same. On coding-agent traces, where pagination cursors
+# (``cursor=eyJ…``) are most of the hits, a third less text is decoded.
 TOKEN_BEFORE = 256
 TOKEN_AFTER = 512
 # Windows are cut at line breaks: a line longer than this is cut at a token boundary instead.
@@ -94,14 +95,6 @@ class Hits:
 
     ends: list[int]
     token_ends: frozenset[int] = frozenset()
-
-
-def hit_ends(
-    text: str, compiled: hyperscan_matcher.Compiled | None, start_keywords: tuple[bytes, ...] = ()
-) -> list[int] | None:
-    """Character offsets in ``text`` where one of the prefilter's expressions ends a match (see :func:`hits`)."""
-    found = hits(text, compiled, start_keywords)
-    return found.ends if found is not None else None
 
 
 def hits(
@@ -160,8 +153,13 @@ def buffer_hits(
     if (len(data) if data is not None else len(text)) != hi - lo:
         return None
     found = matches.ends[first:last] - lo
-    token = np.isin(matches.ids[first:last], np.fromiter(token_ids, dtype=np.int64, count=len(token_ids)))
+    token = np.isin(matches.ids[first:last], _id_array(token_ids))
     return _assembled(text, data, found[~token].tolist(), found[token].tolist(), start_keywords)
+
+
+@lru_cache(maxsize=8)
+def _id_array(ids: frozenset[int]) -> np.ndarray:
+    return np.fromiter(ids, dtype=np.int64, count=len(ids))
 
 
 def _assembled(
@@ -170,7 +168,7 @@ def _assembled(
     """The hits of ``text`` from the byte offsets of its matches' ends (``data``: its UTF-8 bytes,
     None when it is ASCII), with the token keywords at its very start added."""
     head = data if data is not None else text[:64].encode("ascii")
-    tokens += [len(k) for k in start_keywords if head.startswith(k)]
+    tokens = tokens + [len(k) for k in start_keywords if head.startswith(k)]
     if data is not None and len(data) != len(text) and (ends or tokens):
         # Byte offsets to character offsets: count the bytes that start a character before each end.
         raw = np.frombuffer(data, dtype=np.uint8)

@@ -50,8 +50,8 @@ def test_windows_cover_a_hit_and_skip_the_rest(ruleset) -> None:
     whole, _ = scanners(ruleset)
     token = synth.expand("{{github:ghp_}}", seed="windows")
     text = padded(f"export GITHUB_TOKEN={token}\n")
-    ends = hit_windows.hit_ends(text, hyperscan_matcher.database(whole.prefilter.expressions),
-                                whole.prefilter.start_keywords)
+    ends = hit_windows.hits(text, hyperscan_matcher.database(whole.prefilter.expressions),
+                            whole.prefilter.start_keywords).ends
     spans = hit_windows.windows(text, ends)
     assert spans is not None and len(spans) == 1
     at = text.index(token)
@@ -71,8 +71,8 @@ def test_a_pem_body_longer_than_the_window_is_read_to_its_end_marker(ruleset, mo
     key = synth.expand("{{pem:rsa}}", seed="windows")
     text = padded(synth._numbered(key))
     assert text.index("-----END") - text.index("-----BEGIN") > 4 * hit_windows.AFTER
-    ends = hit_windows.hit_ends(text, hyperscan_matcher.database(whole.prefilter.expressions),
-                                whole.prefilter.start_keywords)
+    ends = hit_windows.hits(text, hyperscan_matcher.database(whole.prefilter.expressions),
+                            whole.prefilter.start_keywords).ends
     spans = hit_windows.windows(text, ends)
     assert spans is not None and len(spans) == 1
     assert spans[0].start <= text.index("-----BEGIN") and text.index("-----END") < spans[0].end
