@@ -134,6 +134,10 @@ class _Runs:
         """The run of ``kind`` holding line ``index`` (which carries that prefix)."""
         if kind is None and self.lengths[index]:
             return self._plain_run(index)
+        return self._walked_run(kind, index)
+
+    def _walked_run(self, kind: LinePrefix | None, index: int) -> _Run:
+        """The run of ``kind`` holding line ``index``, its bounds found line by line."""
         found = self._cache.get((kind, index))
         if found is None:
             first = index
@@ -201,15 +205,12 @@ class _Runs:
         return _Run(widest, frozenset(w for w, p in pure.items() if p))
 
 
-def _wraps(text: str) -> list[tuple[int, int]]:
-    """The spans to remove, each a line break and the next line's prefix ("\\n", "\\r\\n" and what follows).
-
-    Linear in the text: each line is looked at a bounded number of times, and each kind of prefix
-    builds its runs once (a cell of 100,000 lines of one width costs one pass per kind).
-    """
+def cut_lines(text: str) -> tuple[list[str], list[str], list[int], list[int]] | None:
+    """The lines of ``text``, as shown (without a CRLF line's "\\r"), their lengths, and the lines
+    that may have been cut at a width (the candidates :func:`_wraps` tests); None when none may."""
     lines = text.split("\n")
     if len(lines) < 2:
-        return []
+        return None
     # Widths on screen: a CRLF line's "\r" is not shown.
     shown = [line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines
     lengths = list(map(len, shown))
@@ -220,7 +221,7 @@ def _wraps(text: str) -> list[tuple[int, int]]:
         n for n, c in counts.items() if MIN_WIDTH <= n <= MAX_WIDTH + MAX_PREFIX and (c >= 2 or n in COMMON_WIDTHS)
     }
     if not widths:
-        return []
+        return None
     # A line of that width, or the first line of a run of two of that width (see _joins).
     last = len(lines) - 1
     cuts = [
@@ -232,7 +233,20 @@ def _wraps(text: str) -> list[tuple[int, int]]:
         armored = _armored(shown)
         cuts = [i for i in cuts if not armored[i]]
     if not cuts:
+        return None
+    return lines, shown, lengths, cuts
+
+
+def _wraps(text: str) -> list[tuple[int, int]]:
+    """The spans to remove, each a line break and the next line's prefix ("\\n", "\\r\\n" and what follows).
+
+    Linear in the text: each line is looked at a bounded number of times, and each kind of prefix
+    builds its runs once (a cell of 100,000 lines of one width costs one pass per kind).
+    """
+    cut = cut_lines(text)
+    if cut is None:
         return []
+    lines, shown, lengths, cuts = cut
     # Line i starts after the i lines before it and their line breaks (summed in C).
     ends = list(accumulate(map(len, lines), initial=0))
     runs = _Runs(shown, lengths)

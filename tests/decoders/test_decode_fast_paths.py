@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import random
-from collections import Counter
 from itertools import accumulate
 
 import pytest
@@ -112,94 +111,23 @@ def test_rules_selected_by_a_views_keywords_are_those_of_a_test_per_rule():
 # ---- the terminal-wrap decoder's joins: the per-line reading it had before its fast paths ----------
 
 
-class _RefRuns:
-    """Per kind of prefix (None: no prefix), each line's run, computed once per kind and text.
-
-    A run is found from the line asked about, outwards, when first asked: most kinds of prefix
-    are on few lines of a text, and testing every line of a long window for every kind cost more
-    than the rest of the decoder.
-    """
+class _RefRuns(tw._Runs):
+    """The decoder's runs of lines, each found line by line (without bisecting the blank lines)."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        self._cache: dict[tuple[LinePrefix | None, int], tw._Run] = {}
-        self._widths: dict[tuple[LinePrefix | None, int], int] = {}
+        super().__init__(lines, [len(line) for line in lines])
 
     def run(self, kind: LinePrefix | None, index: int) -> tw._Run:
-        """The run of ``kind`` holding line ``index`` (which carries that prefix)."""
-        found = self._cache.get((kind, index))
-        if found is None:
-            first = index
-            while self.width(kind, first - 1) >= 0:
-                first -= 1
-            last = index
-            while self.width(kind, last + 1) >= 0:
-                last += 1
-            found = self._build(kind, first, last)
-            for member in range(first, last + 1):
-                self._cache[(kind, member)] = found
-        return found
-
-    def width(self, kind: LinePrefix | None, index: int) -> int:
-        """The width of line ``index`` after its prefix of ``kind`` (-1 when there is no such line or prefix)."""
-        if not 0 <= index < len(self.lines):
-            return -1
-        if kind is None:
-            return len(self.lines[index]) or -1
-        key = (kind, index)
-        width = self._widths.get(key)
-        if width is None:
-            line = self.lines[index]
-            at = prefix_length(line, kind)
-            width = self._widths[key] = -1 if at < 0 or not line else len(line) - at
-        return width
-
-    def _build(self, kind: LinePrefix | None, first: int, last: int) -> tw._Run:
-        """The run of lines ``first`` to ``last`` (each carrying a prefix of ``kind``)."""
-        widest = -1
-        pure: dict[int, bool] = {}
-        for index in range(first, last + 1):
-            width = self.width(kind, index)
-            widest = max(widest, width)
-            if width >= tw.MIN_WIDTH and pure.get(width, True):
-                line = self.lines[index]
-                pure[width] = tw._STANDARD_BASE64.fullmatch(line, len(line) - width) is not None
-        return tw._Run(widest, frozenset(w for w, p in pure.items() if p))
+        return self._walked_run(kind, index)
 
 
 def _ref_wraps(text: str) -> list[tuple[int, int]]:
-    """The spans to remove, each a line break and the next line's prefix ("\\n", "\\r\\n" and what follows).
-
-    Linear in the text: each line is looked at a bounded number of times, and each kind of prefix
-    builds its runs once (a cell of 100,000 lines of one width costs one pass per kind).
-    """
-    lines = text.split("\n")
-    if len(lines) < 2:
+    """The decoder's joins as it made them before its fast paths: every kind of prefix tried on
+    every candidate cut, line by line (the candidates are the decoder's own: ``cut_lines``)."""
+    cut = tw.cut_lines(text)
+    if cut is None:
         return []
-    # Widths on screen: a CRLF line's "\r" is not shown.
-    shown = [line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines
-    lengths = list(map(len, shown))
-    # Most texts stop here, after C-speed passes: evidence needs two lines of one length (a
-    # constant prefix keeps lengths equal) or a line as wide as a common pane.
-    counts = Counter(lengths)
-    widths = {
-        n for n, c in counts.items()
-        if tw.MIN_WIDTH <= n <= tw.MAX_WIDTH + tw.MAX_PREFIX and (c >= 2 or n in tw.COMMON_WIDTHS)
-    }
-    if not widths:
-        return []
-    # A line of that width, or the first line of a run of two of that width (see _joins).
-    last = len(lines) - 1
-    cuts = [
-        i for i, n in enumerate(lengths[:-1])
-        if (n in widths or (n >= tw.MIN_WIDTH and i + 2 <= last and lengths[i + 1] == lengths[i + 2] in widths))
-        and tw._ends_in_token(shown[i])
-    ]
-    if cuts and "-----BEGIN" in text:
-        armored = tw._armored(shown)
-        cuts = [i for i in cuts if not armored[i]]
-    if not cuts:
-        return []
+    lines, shown, _lengths, cuts = cut
     starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
     runs = _RefRuns(shown)
     out: list[tuple[int, int]] = []
