@@ -82,13 +82,12 @@ class BatchScanner:
         # cell stage), not over the whole cell here.
         short = [text for text in texts if above is None or len(text) <= above]
         gated = iter(self.gate.rules_for(short))
-        rules = self.cells.rules
         timer.add("gate", t)
         for text in texts:
             locations = by_text[text]
             try:
                 if above is None or len(text) <= above:
-                    cell_scan = self.cells.scan(text, timer, tuple(rules[i] for i in next(gated)))
+                    cell_scan = self.cells.scan(text, timer, self.cells.rules_of(next(gated)))
                 else:
                     cell_scan = self.cells.scan(text, timer, gate=self.gate, hits=found_hits.get(text))
                 cell_findings, limits = cell_scan

@@ -39,6 +39,17 @@ class CellScanner:
         self.known = known
         self.prefilter = prefilter  # its expressions locate a long cell's hits (see ``_windows_of``)
         self.rules: tuple[Rule, ...] = ruleset.rules
+        self._selections: dict[tuple[int, ...], tuple[Rule, ...]] = {}
+
+    def rules_of(self, indexes: tuple[int, ...]) -> tuple[Rule, ...]:
+        """The rules at ``indexes``, as one tuple per distinct selection (the detector indexes a
+        rules tuple by its identity: a new tuple per cell or window would be indexed again)."""
+        found = self._selections.get(indexes)
+        if found is None:
+            if len(self._selections) >= 1024:
+                self._selections.clear()
+            found = self._selections[indexes] = tuple(self.rules[i] for i in indexes)
+        return found
 
     def scan(
         self, text: str, timer: Timer | None = None, raw_rules: tuple[Rule, ...] | None = None,
@@ -64,7 +75,7 @@ class CellScanner:
         for offset, window, continued in self._windows_of(text, hits):
             if gate is not None:
                 since = time.perf_counter()
-                raw_rules = tuple(self.rules[i] for i in gate.rules_for([window])[0])
+                raw_rules = self.rules_of(gate.rules_for([window])[0])
                 gating += time.perf_counter() - since
             if self.known:
                 for hit in self.known.in_raw(window):
