@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from shardscan import arrow_compute as compute
-from shardscan import hit_windows
+from shardscan import hit_windows, hyperscan_matcher
 from shardscan.errors import describe_exception
 from shardscan.model import BatchResult, CellLocation, Finding, IssueKind, ScanIssue, ScanStats
 from shardscan.prefilter import Prefilter, RuleGate, value_offsets
@@ -41,7 +41,9 @@ class BatchScanner:
         # A long cell is read in windows around its hits: where the prefilter's scan of the
         # array reported all of them, they are kept (see hit_windows.buffer_hits) rather than
         # looked for again in the cell.
-        above = self.cells.options.hit_windows_above
+        # (Hits are located only with Hyperscan: without it every cell is read and gated whole,
+        # the gate's RE2 patterns compiled once per batch rather than once per long cell.)
+        above = self.cells.options.hit_windows_above if hyperscan_matcher.enabled() else None
         found_hits: dict[str, hit_windows.Hits] = {}
         t = time.perf_counter()
         masks, matches = self.prefilter.select([leaf.values for leaf in batch.leaves], record=above is not None)

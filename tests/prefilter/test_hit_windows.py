@@ -280,3 +280,21 @@ def test_a_table_scan_does_not_look_for_a_long_cells_hits_again(ruleset, monkeyp
     result = scanner.scan_table(table, "t")
     assert [(f.location.row, f.rule_id) for f in result.findings] == [(0, "github-pat")]
     assert looked == []
+
+
+def test_without_hyperscan_long_cells_are_gated_together_in_the_batch(ruleset, monkeypatch) -> None:
+    """Hits are located only with Hyperscan; without it, gating each long cell on its own compiled the
+    gate's RE2 patterns once per cell. The batch gates all its cells in one call, as before windows."""
+    from shardscan.prefilter import RuleGate
+
+    monkeypatch.setenv(hyperscan_matcher.MATCHER_ENV, "re2")
+    scanner = Scanner(ruleset, ScanOptions(now=NOW))
+    tokens = [synth.expand("{{github:ghp_}}", seed=f"re2-{i}") for i in range(3)]
+    table = pa.table({"text": [padded(f"export GITHUB_TOKEN={t}\n", 100) for t in tokens]})
+    calls = []
+    original = RuleGate.rules_for
+    monkeypatch.setattr(RuleGate, "rules_for", lambda self, texts: calls.append(len(texts)) or original(self, texts))
+    result = scanner.scan_table(table, "t")
+    assert [(f.location.row, f.rule_id) for f in result.findings] == [(0, "github-pat"), (1, "github-pat"),
+                                                                       (2, "github-pat")]
+    assert calls == [3]
