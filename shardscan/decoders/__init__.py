@@ -15,10 +15,9 @@ installed) and the derivation of the keyword forms the prefilter selects cells b
 from __future__ import annotations
 
 import contextlib
-import operator
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -93,6 +92,18 @@ class KeywordSet:
     # depth, and at the depth limit one is a limit hit. (The prefilter selects such cells by the
     # deep keyword forms, :func:`deep_keyword_patterns`.)
     nested: tuple[str, ...] = ()
+    # Derived once (see __post_init__): the Hyperscan expressions of the plain keywords, and of
+    # them with every form (None where a form is not plain ASCII, where bytes and characters could
+    # disagree). ``hyperscan_matcher.database`` answers for the same tuple without hashing it, a
+    # few microseconds saved per decoded base64 run.
+    _plain_literals: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _forms: tuple[str, ...] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        literals = tuple(_re2_literal(k) for k in self.plain)
+        forms = self.encoded + self.nested
+        object.__setattr__(self, "_plain_literals", literals)
+        object.__setattr__(self, "_forms", literals + forms if all(f.isascii() for f in forms) else None)
 
     @classmethod
     def build(
@@ -135,7 +146,7 @@ class KeywordSet:
         # run assigned with ":" or "=" (each ``"cursor": "eyJ…"`` of a JSON page). Byte offsets
         # are character offsets only in ASCII text.
         lengths = _context_lengths(self.plain, self.context) if head.isascii() else None
-        compiled = _held(_keyword_database, self.plain) if lengths is not None else None
+        compiled = self._keyword_database() if lengths is not None else None
         if compiled is None or lengths is None:
             return sorted((at, len(k)) for k in self.context if (at := head.find(k)) >= 0)
         first: dict[int, int] = {}
@@ -152,7 +163,7 @@ class KeywordSet:
         """True when a binary blob holds a plain keyword (only then is it worth reading as text)."""
         # Python's alternation tries every keyword at every byte (a decoded 30 KB screenshot: 0.7 ms
         # with 43 keywords, 3.2 ms with 106); Hyperscan's automaton does not grow with their number.
-        compiled = _held(_keyword_database, self.plain) if self.plain else None
+        compiled = self._keyword_database()
         if compiled is not None:
             return _any_match(compiled, data)
         if len(data) > RE2_ABOVE:
@@ -196,7 +207,7 @@ class KeywordSet:
         """
         # Hyperscan's automaton first: Python's alternation of some 500 keyword forms tries each at
         # every position (a decoded pagination cursor of 300 characters: 0.3 ms).
-        compiled = _held(_forms_database, self.plain, self.encoded, self.nested) if self.plain else None
+        compiled = self._forms_database()
         if compiled is not None:
             try:
                 data = value if isinstance(value, bytes) else value.encode("utf-8")
@@ -215,7 +226,7 @@ class KeywordSet:
         """Spans of every plain keyword occurrence in ``text`` (in no particular order)."""
         # One Hyperscan pass rather than one str.find loop per keyword (over a hundred of them);
         # byte offsets are character offsets only in ASCII text.
-        compiled = _held(_keyword_database, self.plain) if self.plain and text.isascii() else None
+        compiled = self._keyword_database() if text.isascii() else None
         if compiled is not None:
             spans: list[tuple[int, int]] = []
             plain = self.plain
@@ -238,7 +249,7 @@ class KeywordSet:
         Rules test their keywords against this set instead of searching the text once per keyword
         and rule (over a hundred searches of the whole text per view).
         """
-        compiled = _held(_keyword_database, self.plain) if self.plain else None
+        compiled = self._keyword_database()
         if compiled is None:
             return None
         found: set[int] = set()
@@ -258,14 +269,23 @@ class KeywordSet:
 
     def warm(self) -> None:
         """Compile the keyword searches now, e.g. before worker processes fork."""
-        forms = _forms_database(self.plain, self.encoded, self.nested) if self.plain_bytes else None
+        forms = self._forms_database() if self.plain_bytes else None
         if forms is None:
             # Python's alternation of every form (a quarter of a second) is only the fallback of
             # Hyperscan's database: compiled ahead only where it is what ``matches`` runs.
             _compiled(self.pattern)
         if self.plain_bytes:
             _bytes_alternation(self.plain_bytes)
-            _keyword_database(self.plain)
+            self._keyword_database()
+
+    def _keyword_database(self) -> hyperscan_matcher.Compiled | None:
+        """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
+        return hyperscan_matcher.database(self._plain_literals) if self.plain else None
+
+    def _forms_database(self) -> hyperscan_matcher.Compiled | None:
+        """Hyperscan's database of the plain keywords and their encoded forms, nested-run forms
+        included (None without Hyperscan, or when a form is not plain ASCII)."""
+        return hyperscan_matcher.database(self._forms) if self.plain and self._forms is not None else None
 
 
 @lru_cache(maxsize=8)
@@ -274,15 +294,9 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=8)
-def _keyword_database(plain: tuple[str, ...]) -> hyperscan_matcher.Compiled | None:
-    """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
-    return hyperscan_matcher.database(_literals(plain))
-
-
-@lru_cache(maxsize=8)
 def _context_lengths(plain: tuple[str, ...], context: tuple[str, ...]) -> tuple[int, ...] | None:
     """Per plain keyword, its length when it is a context keyword, else 0 (None when a context
-    keyword is not a plain one, so :data:`_keyword_database` would not find it)."""
+    keyword is not a plain one, so the keyword database would not find it)."""
     names = set(context)
     if not names <= set(plain):
         return None
@@ -300,45 +314,6 @@ def _any_match(compiled: hyperscan_matcher.Compiled, data: bytes) -> bool:
     except _SCAN_STOPPED:
         return True
     return False
-
-
-@lru_cache(maxsize=8)
-def _forms_database(
-    plain: tuple[str, ...], encoded: tuple[str, ...], nested: tuple[str, ...] = ()
-) -> hyperscan_matcher.Compiled | None:
-    """Hyperscan's database of the plain keywords and their encoded forms, nested-run forms included
-    (None without Hyperscan, or when a form is not plain ASCII, where bytes and characters could disagree)."""
-    encoded += nested
-    if not all(form.isascii() for form in encoded):
-        return None
-    return hyperscan_matcher.database(_literals(plain) + encoded)
-
-
-# The databases above by the identity of their arguments (tuples a KeywordSet holds): their memo
-# hashes hundreds of keywords and forms on every call, a few microseconds per decoded base64 run.
-_HELD: dict[tuple[int, int], tuple[tuple[tuple[str, ...], ...], hyperscan_matcher.Compiled | None]] = {}
-_HELD_MAX = 16
-
-
-def _held(
-    build: Callable[..., hyperscan_matcher.Compiled | None], *parts: tuple[str, ...]
-) -> hyperscan_matcher.Compiled | None:
-    """``build(*parts)``, kept by the identity of ``build`` and of each of ``parts``."""
-    held = _HELD.get((id(build), id(parts[0])))
-    if held is not None and len(held[0]) == len(parts):
-        # (Unrolled: this runs once per decoded base64 run.)
-        kept = held[0]
-        if kept[0] is parts[0] and (len(parts) == 1 or all(map(operator.is_, kept, parts))):
-            return held[1]
-    if len(_HELD) >= _HELD_MAX:
-        _HELD.clear()
-    held = _HELD[(id(build), id(parts[0]))] = (parts, build(*parts))
-    return held[1]
-
-
-@lru_cache(maxsize=8)
-def _literals(plain: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(_re2_literal(k) for k in plain)
 
 
 def _bytes_alternation(needles: tuple[bytes, ...], tail: int = 0) -> re.Pattern[bytes]:
