@@ -31,10 +31,15 @@ class Policy:
             return False
         return self.strict or finding.verdict in self.blocking_verdicts
 
+    @property
+    def verdicts_that_block(self) -> tuple[Verdict, ...]:
+        """The verdicts whose findings block (every verdict under ``strict``), allowlisted ones aside."""
+        return tuple(Verdict) if self.strict else self.blocking_verdicts
+
     def to_dict(self) -> dict[str, object]:
         """The ``policy`` block of reports, so a reader knows why the gate passed or failed."""
         return {
-            "blocking_verdicts": [str(v) for v in (tuple(Verdict) if self.strict else self.blocking_verdicts)],
+            "blocking_verdicts": [str(v) for v in self.verdicts_that_block],
             "strict": self.strict,
             "fail_on_stale": self.fail_on_stale,
             "skip_unreadable": self.skip_unreadable,

@@ -48,8 +48,7 @@ MAX_CHART_SHARDS = 40
 
 def _blocking_verdicts(report: Report) -> frozenset[str]:
     """The verdicts that block under the report's policy (every verdict under --strict)."""
-    policy = report.policy
-    return frozenset(VERDICTS) if policy.strict else frozenset(str(v) for v in policy.blocking_verdicts)
+    return frozenset(str(v) for v in report.policy.verdicts_that_block)
 
 
 def _pill(verdict: str, blocking: frozenset[str]) -> str:
