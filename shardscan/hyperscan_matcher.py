@@ -42,7 +42,8 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
 
 __all__ = [
     "BATCH_MATCHES", "Compiled", "DENSE_AFTER_HITS", "DENSE_SHARE", "MATCHER_ENV", "PATTERN_CACHE_DIR",
-    "UNICODE_SINGLE_MATCH", "CellMatches", "compile_ahead", "database", "enabled", "first_match_cells", "hyperscan",
+    "UNICODE_SINGLE_MATCH", "CellMatches", "any_match", "compile_ahead", "database", "enabled", "first_match_cells",
+    "hyperscan",
     "ids_per_cell", "match_cells", "spelled_out",
 ]
 
@@ -230,6 +231,19 @@ class CellMatches:
     ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     cut: frozenset[int] = frozenset()
+
+
+def _stop(*_match: object) -> bool:
+    return True  # the first match answers the question: stop the scan
+
+
+def any_match(compiled: Compiled, data: bytes) -> bool:
+    """Whether any expression of ``compiled`` matches in ``data`` (one scan, stopped at the first match)."""
+    try:
+        compiled.db.scan(data, match_event_handler=_stop)
+    except hyperscan.ScanTerminated:
+        return True
+    return False
 
 
 def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:

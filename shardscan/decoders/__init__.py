@@ -165,7 +165,7 @@ class KeywordSet:
         # with 43 keywords, 3.2 ms with 106); Hyperscan's automaton does not grow with their number.
         compiled = self._keyword_database()
         if compiled is not None:
-            return _any_match(compiled, data)
+            return hyperscan_matcher.any_match(compiled, data)
         if len(data) > RE2_ABOVE:
             return _re2_search(self.plain_pattern, data)
         # One search for all keywords, in C, rather than one per keyword.
@@ -214,7 +214,7 @@ class KeywordSet:
             except UnicodeEncodeError:  # lone surrogates: Python's re below
                 data = None
             if data is not None:
-                return _any_match(compiled, data)
+                return hyperscan_matcher.any_match(compiled, data)
         if len(value) > RE2_ABOVE:
             return _re2_search(self.pattern, value)
         if isinstance(value, bytes):
@@ -301,19 +301,6 @@ def _context_lengths(plain: tuple[str, ...], context: tuple[str, ...]) -> tuple[
     if not names <= set(plain):
         return None
     return tuple(len(k) if k in names else 0 for k in plain)
-
-
-def _stop(*_match: object) -> bool:
-    return True  # the first match answers the question: stop the scan
-
-
-def _any_match(compiled: hyperscan_matcher.Compiled, data: bytes) -> bool:
-    """Whether any expression of ``compiled`` matches in ``data`` (one Hyperscan call, stopped at the first match)."""
-    try:
-        compiled.db.scan(data, match_event_handler=_stop)
-    except _SCAN_STOPPED:
-        return True
-    return False
 
 
 def _bytes_alternation(needles: tuple[bytes, ...], tail: int = 0) -> re.Pattern[bytes]:

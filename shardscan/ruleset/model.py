@@ -62,8 +62,11 @@ class Rule:
         (``token``, ``://``) are in most decoded views, and the patterns are a superset of what
         the rule matches in plain text.
         """
-        if not any(keyword in text for keyword in self.keywords):
-            return False
+        return any(keyword in text for keyword in self.keywords) and self.prefilter_in(text)
+
+    def prefilter_in(self, text: str) -> bool:
+        """True when the rule has no ``prefilter`` patterns or one of them matches in ``text``
+        (Python's ``re``: the reference; the detector runs them in Hyperscan where it can)."""
         return not self.prefilter or _alternation(self.prefilter).search(text) is not None
 
 
