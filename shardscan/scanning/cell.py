@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -23,6 +24,9 @@ from shardscan.scanning.resolve import deduplicate, settle_wrap_readings
 from shardscan.scanning.values import TRUNCATED_PREFIX, CellFinding, CellScan, Occurrence, Reading, Timer
 from shardscan.scanning.verification import Verifications
 from shardscan.severity import derive_severity
+
+# Windows of a long cell gated per call (a bound on the window texts held at once).
+GATED_AT_ONCE = 64
 
 
 class CellScanner:
@@ -70,13 +74,12 @@ class CellScanner:
         raw: list[Reading] = []
         known: dict[Occurrence, tuple[str, ...]] = {}  # -> its decode chain
         t = time.perf_counter()
-        decoding = gating = 0.0  # time spent producing decoded views and gating windows: stages of their own
+        gate_before = timer.totals["gate"]  # (_gated_windows counts the gate's time as its own stage)
+        decoding = 0.0  # time spent producing decoded views: a stage of its own (so is gating)
         budget = decoders.DecodeBudget.of(self.options.decode)
-        for offset, window, continued in self._windows_of(text, hits):
-            if gate is not None:
-                since = time.perf_counter()
-                raw_rules = self.rules_of(gate.rules_for([window])[0])
-                gating += time.perf_counter() - since
+        for offset, window, continued, selected in self._gated_windows(text, hits, gate, timer):
+            if selected is not None:
+                raw_rules = self.rules_of(selected)
             if self.known:
                 for hit in self.known.in_raw(window):
                     known.setdefault(Occurrence(hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
@@ -109,8 +112,7 @@ class CellScanner:
                 except RegexTimeout as err:
                     limits.append(f"rule {err.rule_id}: pattern time limit ({self.options.regex_timeout:g}s) exceeded")
         timer.totals["decode"] += decoding
-        timer.totals["gate"] += gating
-        t = timer.add("match", t + decoding + gating)
+        t = timer.add("match", t + decoding + timer.totals["gate"] - gate_before)
         limits = list(dict.fromkeys(limits))  # one message per limit kind, however many windows hit it
         if not raw and not known:  # most candidate cells: a keyword, but no secret
             timer.add("verify", t)
@@ -176,6 +178,24 @@ class CellScanner:
             clock=clock,
             revealed=cand.secret if self.options.reveal_secrets else None,
         )
+
+    def _gated_windows(
+        self, text: str, hits: hit_windows.Hits | None, gate: RuleGate | None, timer: Timer
+    ) -> Iterator[tuple[int, str, bool, tuple[int, ...] | None]]:
+        """:meth:`_windows_of`, each with the indexes of the rules ``gate`` keeps for its raw text
+        (None without a gate), gated :data:`GATED_AT_ONCE` windows per call: the gate's fixed cost
+        per call (an Arrow array, a Hyperscan pass set up) is most of its cost on a window of a few KB."""
+        windows = self._windows_of(text, hits)
+        if gate is None:
+            for offset, window, continued in windows:
+                yield offset, window, continued, None
+            return
+        while batch := list(itertools.islice(windows, GATED_AT_ONCE)):
+            since = time.perf_counter()
+            selections = gate.rules_for([window for _, window, _ in batch])
+            timer.totals["gate"] += time.perf_counter() - since
+            for (offset, window, continued), selected in zip(batch, selections, strict=True):
+                yield offset, window, continued, selected
 
     def _windows_of(self, text: str, known: hit_windows.Hits | None = None) -> Iterator[tuple[int, str, bool]]:
         """The parts of a cell to decode and match: (offset in the cell, text, cut mid-run).

@@ -298,3 +298,21 @@ def test_without_hyperscan_long_cells_are_gated_together_in_the_batch(ruleset, m
     assert [(f.location.row, f.rule_id) for f in result.findings] == [(0, "github-pat"), (1, "github-pat"),
                                                                        (2, "github-pat")]
     assert calls == [3]
+
+
+def test_a_long_cells_windows_are_gated_in_one_call(ruleset, monkeypatch) -> None:
+    """With Hyperscan, each window of a long cell gets its own raw rules, from one gate call per cell
+    (a call per window cost more than gating the window itself)."""
+    from shardscan.prefilter import RuleGate
+
+    scanner = Scanner(ruleset, ScanOptions(now=NOW))
+    first, second = (synth.expand("{{github:ghp_}}", seed=f"gated-once-{i}") for i in range(2))
+    log = "".join(f"step {i}: {'ok ' * (i % 7)}\n" for i in range(2000))  # lines of many widths: no wrapped block
+    cell = padded(f"export GITHUB_TOKEN={first}\n" + log + f"again: {second}\n")
+    calls = []
+    original = RuleGate.rules_for
+    monkeypatch.setattr(RuleGate, "rules_for", lambda self, texts: calls.append(len(texts)) or original(self, texts))
+    result = scanner.scan_table(pa.table({"text": [cell]}), "t")
+    assert [(f.location.row, f.rule_id, f.start) for f in result.findings] == [
+        (0, "github-pat", cell.index(first)), (0, "github-pat", cell.index(second))]
+    assert calls == [0, 2]  # the batch's short cells (none), then the long cell's two windows in one call
