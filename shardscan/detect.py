@@ -115,6 +115,14 @@ def prefilter_matches(rule: Rule, text: str) -> bool:
     return rule.prefilter_in(text)
 
 
+def compile_prefilters_ahead(rules: tuple[Rule, ...]) -> None:
+    """Start compiling the Hyperscan databases :func:`prefilter_matches` uses, in the background
+    (before worker processes fork: compiled once rather than in every worker)."""
+    for rule in rules:
+        if rule.prefilter:
+            hyperscan_matcher.compile_ahead(rule.prefilter, hyperscan_matcher.UNICODE_SINGLE_MATCH)
+
+
 @lru_cache(maxsize=64)
 def _folds_case(patterns: tuple[str, ...]) -> bool:
     return any("(?i" in pattern for pattern in patterns)

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shardscan import decoders, hyperscan_matcher
+from shardscan.detect import compile_prefilters_ahead
 from shardscan.known_secrets import KnownSecretMatcher
 from shardscan.model import BatchResult, ShardResult
 from shardscan.options import (
@@ -60,6 +61,11 @@ class Scanner:
         self.ruleset = ruleset
         self.options = options or ScanOptions()
         self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
+        if not text_only and self.options.decode.max_depth > 0:
+            # Without a pattern cache, compiling the databases is most of a run's start-up: each
+            # is started as soon as its patterns are known, so that they compile side by side on
+            # every core while this thread derives the next ones (the forms of a decoded view first).
+            self.keywords.compile_ahead()
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
@@ -95,6 +101,7 @@ class Scanner:
         )
         if not text_only:
             self.gate.warm()
+            compile_prefilters_ahead(self.rules)
         self.cells = CellScanner(ruleset, self.options, self.keywords, self.known, self.prefilter)
         self.batches = BatchScanner(self.prefilter, self.known_prefilter, self.gate, self.cells)
 

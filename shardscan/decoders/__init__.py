@@ -267,6 +267,13 @@ class KeywordSet:
         """How often each plain keyword occurs in ``text``."""
         return tuple(text.count(k) for k in self.plain)
 
+    def compile_ahead(self) -> None:
+        """Start compiling the Hyperscan database of the keyword forms in the background (see
+        :func:`hyperscan_matcher.compile_ahead`), so that it compiles alongside the prefilter's and
+        the rule gate's instead of after them; :meth:`warm` and the first search wait for it."""
+        if self.plain and self._forms is not None:
+            hyperscan_matcher.compile_ahead(self._forms)
+
     def warm(self) -> None:
         """Compile the keyword searches now, e.g. before worker processes fork."""
         forms = self._forms_database() if self.plain_bytes else None

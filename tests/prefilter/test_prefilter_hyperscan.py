@@ -402,3 +402,28 @@ def test_a_token_encoded_twice_is_selected_after_a_run_of_dense_matches():
     late = PREFILTER.mask(pa.array([*busy, twice], type=pa.large_string()))
     assert alone.tolist() == [True]
     assert late[-1]
+
+
+@pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="Hyperscan only")
+def test_a_scanner_starts_every_database_compiling_as_it_is_built() -> None:
+    """Without a pattern cache the compilations are a run's start-up: the keyword forms' database
+    and the rules' prefilter databases start with the prefilter's, not when first needed."""
+    from shardscan.ruleset import Ruleset
+    from shardscan.ruleset.load import compile_rule
+
+    def known(expressions: tuple[str, ...], flags: int) -> bool:
+        here = (expressions, flags, False, tuple(range(len(expressions))), None)
+        return here in hyperscan_matcher._PENDING or here in hyperscan_matcher._DATABASES
+
+    word = f"ahead{random.Random().randrange(10**9)}"  # patterns no other test compiled
+    rule = compile_rule({
+        "id": "acme-ahead", "kind": "acme", "name": "ACME", "description": "An ACME key.", "severity": "high",
+        "keywords": [word], "pattern": word + r"=(?P<secret>[A-Za-z0-9]{16})", "prefilter": [word + "="],
+    }, "test")
+    ruleset = Ruleset((rule,))
+    text_only = Scanner(ruleset, text_only=True)
+    assert not known(text_only.keywords._forms, 0)
+    assert not known(rule.prefilter, hyperscan_matcher.UNICODE_SINGLE_MATCH)
+    scanner = Scanner(ruleset)
+    assert known(scanner.keywords._forms, 0)
+    assert known(rule.prefilter, hyperscan_matcher.UNICODE_SINGLE_MATCH)
