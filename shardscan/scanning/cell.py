@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import itertools
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -25,8 +24,10 @@ from shardscan.scanning.values import TRUNCATED_PREFIX, CellFinding, CellScan, O
 from shardscan.scanning.verification import Verifications
 from shardscan.severity import derive_severity
 
-# Windows of a long cell gated per call (a bound on the window texts held at once).
+# Windows of a long cell gated per call, and their characters (bounds on the window texts held at
+# once: a cell read whole comes in windows of megabytes).
 GATED_AT_ONCE = 64
+GATED_CHARS = 1 << 20
 
 
 class CellScanner:
@@ -190,7 +191,7 @@ class CellScanner:
             for offset, window, continued in windows:
                 yield offset, window, continued, None
             return
-        while batch := list(itertools.islice(windows, GATED_AT_ONCE)):
+        while batch := _gathered(windows):
             since = time.perf_counter()
             selections = gate.rules_for([window for _, window, _ in batch])
             timer.totals["gate"] += time.perf_counter() - since
@@ -225,6 +226,19 @@ class CellScanner:
         for span in spans:
             for offset, window in _windows(text[span.start : span.end], size, overlap):
                 yield span.start + offset, window, offset > 0
+
+
+def _gathered(windows: Iterator[tuple[int, str, bool]]) -> list[tuple[int, str, bool]]:
+    """The next windows to gate in one call: up to :data:`GATED_AT_ONCE` of them, and no more once
+    they hold :data:`GATED_CHARS` characters (always at least one; none when ``windows`` is done)."""
+    out: list[tuple[int, str, bool]] = []
+    chars = 0
+    for window in windows:
+        out.append(window)
+        chars += len(window[1])
+        if len(out) >= GATED_AT_ONCE or chars >= GATED_CHARS:
+            break
+    return out
 
 
 def one_per_occurrence(known: dict[Occurrence, tuple[str, ...]]) -> dict[Occurrence, tuple[str, ...]]:

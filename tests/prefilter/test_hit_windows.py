@@ -316,3 +316,20 @@ def test_a_long_cells_windows_are_gated_in_one_call(ruleset, monkeypatch) -> Non
     assert [(f.location.row, f.rule_id, f.start) for f in result.findings] == [
         (0, "github-pat", cell.index(first)), (0, "github-pat", cell.index(second))]
     assert calls == [0, 2]  # the batch's short cells (none), then the long cell's two windows in one call
+
+
+def test_windows_are_gated_in_batches_bounded_in_count_and_characters() -> None:
+    from shardscan.scanning.cell import GATED_AT_ONCE, GATED_CHARS, _gathered
+
+    def sizes(lengths: list[int]) -> list[int]:
+        windows = iter([(i, "x" * n, False) for i, n in enumerate(lengths)])
+        out = []
+        while batch := _gathered(windows):
+            out.append(len(batch))
+        return out
+
+    assert sizes([]) == []
+    assert sizes([10] * (GATED_AT_ONCE + 36)) == [GATED_AT_ONCE, 36]
+    big = GATED_CHARS * 3 // 5  # two of them pass the bound
+    assert sizes([big] * 5) == [2, 2, 1]
+    assert sizes([GATED_CHARS * 2, 10]) == [1, 1]
