@@ -61,11 +61,6 @@ class Scanner:
         self.ruleset = ruleset
         self.options = options or ScanOptions()
         self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
-        if not text_only and self.options.decode.max_depth > 0:
-            # Without a pattern cache, compiling the databases is most of a run's start-up: each
-            # is started as soon as its patterns are known, so that they compile side by side on
-            # every core while this thread derives the next ones (the forms of a decoded view first).
-            self.keywords.compile_ahead()
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
@@ -91,6 +86,12 @@ class Scanner:
         self.known_prefilter = Prefilter("|".join(self.known.prefilter_patterns())) if self.known else None
         if not text_only:
             self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
+            if decoding and self.prefilter.expressions:
+                # Without a pattern cache, compiling the databases is most of a run's start-up, and
+                # most keyword forms are the prefilter's expressions too: they are searched in its
+                # database, the others compiled beside it (in the background, as the rule gate's).
+                self.keywords = self.keywords.sharing(self.prefilter.expressions, self.options.pattern_cache)
+                self.keywords.compile_ahead()
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a cell's raw text: rules whose relaxed pattern cannot match
         # are not run on it (exact: the relaxed pattern matches a superset of the rule's texts).

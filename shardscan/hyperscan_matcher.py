@@ -28,6 +28,7 @@ import platform
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -237,13 +238,18 @@ def _stop(*_match: object) -> bool:
     return True  # the first match answers the question: stop the scan
 
 
-def any_match(compiled: Compiled, data: bytes) -> bool:
-    """Whether any expression of ``compiled`` matches in ``data`` (one scan, stopped at the first match)."""
+def any_match(compiled: Compiled, data: bytes, ids: frozenset[int] | None = None) -> bool:
+    """Whether any expression of ``compiled`` (of those with ``ids``, default: all) matches in
+    ``data`` (one scan, stopped at the first such match)."""
     try:
-        compiled.db.scan(data, match_event_handler=_stop)
+        compiled.db.scan(data, match_event_handler=_stop if ids is None else partial(_stop_at, ids))
     except hyperscan.ScanTerminated:
         return True
     return False
+
+
+def _stop_at(ids: frozenset[int], expression_id: int, *_match: object) -> bool:
+    return expression_id in ids
 
 
 def first_match_cells(db: Any, offsets: np.ndarray, data: memoryview) -> tuple[np.ndarray, int]:

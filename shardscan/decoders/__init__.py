@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -98,12 +98,34 @@ class KeywordSet:
     # few microseconds saved per decoded base64 run.
     _plain_literals: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _forms: tuple[str, ...] | None = field(init=False, repr=False, compare=False)
+    # Another database's expressions that hold most of the forms (the prefilter's, see
+    # :meth:`sharing`), and the folder it may be loaded from: the forms found there are searched
+    # there, and only the others (``_rest``) compiled for this set.
+    shared: tuple[str, ...] = ()
+    shared_cache_dir: Path | None = None
+    _shared_ids: frozenset[int] = field(init=False, repr=False, compare=False)
+    _rest: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         literals = tuple(_re2_literal(k) for k in self.plain)
         forms = self.encoded + self.nested
+        all_forms = literals + forms if all(f.isascii() for f in forms) else None
         object.__setattr__(self, "_plain_literals", literals)
-        object.__setattr__(self, "_forms", literals + forms if all(f.isascii() for f in forms) else None)
+        object.__setattr__(self, "_forms", all_forms)
+        position = {expression: i for i, expression in enumerate(self.shared)}
+        ids = frozenset(position[f] for f in all_forms or () if f in position)
+        object.__setattr__(self, "_shared_ids", ids)
+        object.__setattr__(self, "_rest", tuple(f for f in all_forms or () if f not in position))
+
+    def sharing(self, expressions: tuple[str, ...], cache_dir: Path | None = None) -> KeywordSet:
+        """This set, searching its forms that are among ``expressions`` in the database of those
+        (compiled anyway, for the prefilter; loaded from ``cache_dir`` where it was) and compiling
+        a database of the others only.
+
+        Most forms are the prefilter's expressions too: compiled twice, they were a fifth of the
+        compilations every start without a pattern cache waits for.
+        """
+        return replace(self, shared=expressions, shared_cache_dir=cache_dir)
 
     @classmethod
     def build(
@@ -207,14 +229,14 @@ class KeywordSet:
         """
         # Hyperscan's automaton first: Python's alternation of some 500 keyword forms tries each at
         # every position (a decoded pagination cursor of 300 characters: 0.3 ms).
-        compiled = self._forms_database()
-        if compiled is not None:
+        searches = self._form_searches()
+        if searches is not None:
             try:
                 data = value if isinstance(value, bytes) else value.encode("utf-8")
             except UnicodeEncodeError:  # lone surrogates: Python's re below
                 data = None
             if data is not None:
-                return hyperscan_matcher.any_match(compiled, data)
+                return any(hyperscan_matcher.any_match(compiled, data, ids) for compiled, ids in searches)
         if len(value) > RE2_ABOVE:
             return _re2_search(self.pattern, value)
         if isinstance(value, bytes):
@@ -268,15 +290,16 @@ class KeywordSet:
         return tuple(text.count(k) for k in self.plain)
 
     def compile_ahead(self) -> None:
-        """Start compiling the Hyperscan database of the keyword forms in the background (see
-        :func:`hyperscan_matcher.compile_ahead`), so that it compiles alongside the prefilter's and
-        the rule gate's instead of after them; :meth:`warm` and the first search wait for it."""
+        """Start compiling the Hyperscan database of the keyword forms (those not :meth:`sharing`
+        another database) in the background (see :func:`hyperscan_matcher.compile_ahead`), so that
+        it compiles alongside the prefilter's and the rule gate's; :meth:`warm` and the first
+        search wait for it."""
         if self.plain and self._forms is not None:
-            hyperscan_matcher.compile_ahead(self._forms)
+            hyperscan_matcher.compile_ahead(self._rest if self.shared else self._forms)
 
     def warm(self) -> None:
         """Compile the keyword searches now, e.g. before worker processes fork."""
-        forms = self._forms_database() if self.plain_bytes else None
+        forms = self._form_searches() if self.plain_bytes else None
         if forms is None:
             # Python's alternation of every form (a quarter of a second) is only the fallback of
             # Hyperscan's database: compiled ahead only where it is what ``matches`` runs.
@@ -289,10 +312,21 @@ class KeywordSet:
         """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
         return hyperscan_matcher.database(self._plain_literals) if self.plain else None
 
-    def _forms_database(self) -> hyperscan_matcher.Compiled | None:
-        """Hyperscan's database of the plain keywords and their encoded forms, nested-run forms
-        included (None without Hyperscan, or when a form is not plain ASCII)."""
-        return hyperscan_matcher.database(self._forms) if self.plain and self._forms is not None else None
+    def _form_searches(self) -> tuple[tuple[hyperscan_matcher.Compiled, frozenset[int] | None], ...] | None:
+        """The Hyperscan searches for the plain keywords and their encoded forms, nested-run forms
+        included: the shared database with the ids of the forms in it, and the database of the
+        others (every id); or the database of them all. None without Hyperscan, or when a form is
+        not plain ASCII."""
+        if not self.plain or self._forms is None:
+            return None
+        if self.shared:
+            whole = hyperscan_matcher.database(self.shared, cache_dir=self.shared_cache_dir)
+            rest = hyperscan_matcher.database(self._rest) if self._rest else None
+            # (Asked for whole, the shared database holds every expression or is None.)
+            if whole is not None and (rest is not None or not self._rest):
+                return ((whole, self._shared_ids),) + (((rest, None),) if rest is not None else ())
+        forms = hyperscan_matcher.database(self._forms)
+        return ((forms, None),) if forms is not None else None
 
 
 @lru_cache(maxsize=8)
