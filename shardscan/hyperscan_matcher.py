@@ -44,8 +44,7 @@ except ImportError:  # no wheel for this platform: the prefilter uses RE2
 __all__ = [
     "BATCH_MATCHES", "Compiled", "DENSE_AFTER_HITS", "DENSE_SHARE", "MATCHER_ENV", "PATTERN_CACHE_DIR",
     "UNICODE_SINGLE_MATCH", "CellMatches", "any_match", "compile_ahead", "database", "enabled", "first_match_cells",
-    "hyperscan",
-    "ids_per_cell", "match_cells", "spelled_out",
+    "hyperscan", "ids_per_cell", "match_cells", "spelled_out",
 ]
 
 log = logging.getLogger(__name__)

@@ -101,8 +101,8 @@ class KeywordSet:
     # Another database's expressions that hold most of the forms (the prefilter's, see
     # :meth:`sharing`), and the folder it may be loaded from: the forms found there are searched
     # there, and only the others (``_rest``) compiled for this set.
-    shared: tuple[str, ...] = ()
-    shared_cache_dir: Path | None = None
+    shared: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    shared_cache_dir: Path | None = field(default=None, repr=False, compare=False)
     _shared_ids: frozenset[int] = field(init=False, repr=False, compare=False)
     _rest: tuple[str, ...] = field(init=False, repr=False, compare=False)
 

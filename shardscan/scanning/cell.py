@@ -184,8 +184,8 @@ class CellScanner:
         self, text: str, hits: hit_windows.Hits | None, gate: RuleGate | None, timer: Timer
     ) -> Iterator[tuple[int, str, bool, tuple[int, ...] | None]]:
         """:meth:`_windows_of`, each with the indexes of the rules ``gate`` keeps for its raw text
-        (None without a gate), gated :data:`GATED_AT_ONCE` windows per call: the gate's fixed cost
-        per call (an Arrow array, a Hyperscan pass set up) is most of its cost on a window of a few KB."""
+        (None without a gate), gated a batch of windows per call (:func:`_gathered`): the gate's
+        fixed cost per call (an Arrow array, a Hyperscan pass set up) is most of its cost on a window of a few KB."""
         windows = self._windows_of(text, hits)
         if gate is None:
             for offset, window, continued in windows:
