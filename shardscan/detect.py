@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -100,12 +101,14 @@ def prefilter_matches(rule: Rule, text: str) -> bool:
 
     Python's ``re`` tries a pattern that begins with a class (``[Ss][Ee][Cc]…``) at every position,
     0.2 ms per 3 KB window, and it runs on every view of every window naming a ``token``; the
-    automaton does not. Python's ``re`` answers where Hyperscan is off or refuses a pattern, for
+    automaton does not. Python's ``re`` answers where Hyperscan is off or refuses a pattern, where
+    a pattern holds an atom the two engines read differently (:func:`_same_in_hyperscan`), for
     text that is not UTF-8 (a lone surrogate), and for non-ASCII text when a pattern folds case
     (the two engines fold some non-ASCII letters differently).
     """
-    compiled = hyperscan_matcher.database(rule.prefilter, hyperscan_matcher.UNICODE_SINGLE_MATCH)
-    if compiled is not None and (text.isascii() or not _folds_case(rule.prefilter)):
+    same, folds = _engines_agree(rule.prefilter)
+    compiled = hyperscan_matcher.database(rule.prefilter, hyperscan_matcher.UNICODE_SINGLE_MATCH) if same else None
+    if compiled is not None and (text.isascii() or not folds):
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
@@ -124,8 +127,39 @@ def compile_prefilters_ahead(rules: tuple[Rule, ...]) -> None:
 
 
 @lru_cache(maxsize=64)
-def _folds_case(patterns: tuple[str, ...]) -> bool:
-    return any("(?i" in pattern for pattern in patterns)
+def _engines_agree(patterns: tuple[str, ...]) -> tuple[bool, bool]:
+    """Whether Hyperscan reads every one of ``patterns`` as Python's ``re`` does, and whether one folds case."""
+    return all(_same_in_hyperscan(p) for p in patterns), any("(?i" in p for p in patterns)
+
+
+_POSIX_CLASS = re.compile(r"\[:[A-Za-z]+:\]")
+
+
+def _same_in_hyperscan(pattern: str) -> bool:
+    r"""Whether ``pattern`` holds only atoms that Hyperscan (UTF-8, Unicode properties) and Python's
+    ``re`` read alike: literals, escaped punctuation, ``\n``-style escapes, ``\xNN`` below 0x80,
+    classes, groups, repeats, ``.`` and case folding (compared per text by the caller).
+
+    Not: the class shorthands (Python's ``\s`` takes ``\x1c``-``\x1f`` for spaces, Hyperscan's
+    does not), ``\b``, ``\A``, ``\Z`` and the other letter escapes, POSIX classes
+    (``[[:space:]]`` is a set of characters to Python), and inline flags other than ``(?i``.
+    """
+    if _POSIX_CLASS.search(pattern):
+        return False
+    at = 0
+    while at < len(pattern):
+        if pattern[at] == "\\":
+            following = pattern[at + 1 : at + 2]
+            if following.isalnum() and following not in "nrtfv" and not (
+                following == "x" and re.fullmatch(r"[0-7][0-9A-Fa-f]", pattern[at + 2 : at + 4])
+            ):
+                return False
+            at += 2
+            continue
+        if pattern.startswith("(?", at) and not pattern.startswith(("(?:", "(?i"), at):
+            return False
+        at += 1
+    return True
 
 
 def detect(

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from shardscan import hyperscan_matcher
-from shardscan.detect import prefilter_matches
+from shardscan.detect import _same_in_hyperscan, prefilter_matches
 from shardscan.ruleset import Rule, load_ruleset
 from shardscan.ruleset.load import compile_rule
 from shardscan.synth import expand
@@ -77,3 +77,37 @@ def test_a_lone_surrogate_is_python_re_answer():
     rule = next(rule for rule in RULES if rule.id == "generic-secret-assignment")
     text = '\ud800 api_key = "' + "Zq8" * 8 + '"'
     assert prefilter_matches(rule, text) is rule.prefilter_in(text) is True
+
+
+def _rule_with_prefilter(pattern: str) -> Rule:
+    return compile_rule(
+        {
+            "id": "acme-assigned", "kind": "acme", "name": "ACME token", "description": "An ACME token.",
+            "severity": "high", "keywords": ["token"], "pattern": r"token\s*=\s*(?P<secret>[A-Za-z0-9]{16})",
+            "prefilter": [pattern],
+        },
+        "test",
+    )
+
+
+def test_a_class_shorthand_is_python_re_answer():
+    # Python's \s takes the ASCII separators \x1c-\x1f for spaces; Hyperscan's does not.
+    rule = _rule_with_prefilter(r"token\s*=")
+    assert prefilter_matches(rule, "token\x1f=x")
+    assert not prefilter_matches(rule, "token: x")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "same"),
+    [
+        (r"token[ \t]*[:=]", True), (r"[:=]\-x\.", True), (r"\\u00[0-9a-f]{2}", True), (r"a\x41\n", True),
+        (r"(?i:secret)=", True), (r"token\s*=", False), (r"\bkey", False), (r"a\xff", False), (r"a\Z", False),
+        (r"[[:space:]]=", False), (r"(?=x)y", False), (r"(?s)a.b", False),
+    ],
+)
+def test_which_patterns_the_engines_read_alike(pattern, same):
+    assert _same_in_hyperscan(pattern) is same
+
+
+def test_every_builtin_prefilter_runs_in_hyperscan():
+    assert [rule.id for rule in RULES if not all(_same_in_hyperscan(p) for p in rule.prefilter)] == []
