@@ -153,6 +153,16 @@ def _database(
     return _DATABASES[memo]
 
 
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# Background compilations run at most one per usable core, in the order they were started: more
+# at once only slow each other down, the prefilter's (started first, the longest, the one the
+# first scan waits for) among them. (Every compilation has ended before a fork: see _finish_pending.)
+_COMPILE_SLOTS = threading.BoundedSemaphore(max(1, _usable_cores()))
+
+
 class _Background:
     """One compilation running in a thread of its own (Hyperscan releases the GIL while it compiles)."""
 
@@ -165,7 +175,8 @@ class _Background:
 
     def _run(self) -> None:
         try:
-            self._value = self._job()
+            with _COMPILE_SLOTS:
+                self._value = self._job()
         except BaseException as error:  # handed to the thread that asks for the database
             self._error = error
 
