@@ -142,9 +142,11 @@ def _same_in_hyperscan(pattern: str) -> bool:
 
     Not: the class shorthands (Python's ``\s`` takes ``\x1c``-``\x1f`` for spaces, Hyperscan's
     does not), ``\b``, ``\A``, ``\Z`` and the other letter escapes, POSIX classes
-    (``[[:space:]]`` is a set of characters to Python), and inline flags other than ``(?i``.
+    (``[[:space:]]`` is a set of characters to Python), a repeat with no lower bound (``{,5}`` is
+    a repeat to Python 3.11, literal text to Hyperscan), and any ``(?`` group but ``(?:``,
+    ``(?i:`` and ``(?i)``.
     """
-    if _POSIX_CLASS.search(pattern):
+    if _POSIX_CLASS.search(pattern) or "{," in pattern:
         return False
     at = 0
     while at < len(pattern):
@@ -156,7 +158,7 @@ def _same_in_hyperscan(pattern: str) -> bool:
                 return False
             at += 2
             continue
-        if pattern.startswith("(?", at) and not pattern.startswith(("(?:", "(?i"), at):
+        if pattern.startswith("(?", at) and not pattern.startswith(("(?:", "(?i:", "(?i)"), at):
             return False
         at += 1
     return True

@@ -90,6 +90,13 @@ def _rule_with_prefilter(pattern: str) -> Rule:
     )
 
 
+def test_a_repeat_without_lower_bound_is_python_re_answer():
+    # Python 3.11 reads {,5} as {0,5}; Hyperscan reads it as the text "{,5}".
+    rule = _rule_with_prefilter(r"token=a{,5}b")
+    assert prefilter_matches(rule, "token=aaab")
+    assert not prefilter_matches(rule, "token=c")
+
+
 def test_a_class_shorthand_is_python_re_answer():
     # Python's \s takes the ASCII separators \x1c-\x1f for spaces; Hyperscan's does not.
     rule = _rule_with_prefilter(r"token\s*=")
@@ -102,7 +109,8 @@ def test_a_class_shorthand_is_python_re_answer():
     [
         (r"token[ \t]*[:=]", True), (r"[:=]\-x\.", True), (r"\\u00[0-9a-f]{2}", True), (r"a\x41\n", True),
         (r"(?i:secret)=", True), (r"token\s*=", False), (r"\bkey", False), (r"a\xff", False), (r"a\Z", False),
-        (r"[[:space:]]=", False), (r"(?=x)y", False), (r"(?s)a.b", False),
+        (r"[[:space:]]=", False), (r"(?=x)y", False), (r"(?s)a.b", False), (r"(?im)^key$", False),
+        (r"a{,5}b", False), (r"(?i)key", True),
     ],
 )
 def test_which_patterns_the_engines_read_alike(pattern, same):
