@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import uuid
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -323,6 +325,46 @@ def test_base64_skips_short_runs_hashes_and_images():
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4).decode()
     text = f"sha256:{'ab12' * 16} commit {'0123456789ABCDEF' * 3} short dGVzdA== data:image/png;base64,{png}"
     assert decode_one("base64", text) == []
+
+
+@pytest.mark.parametrize("case", [str.lower, str.upper])
+def test_base64_skips_uuids_and_dashed_hashes(case):
+    """A UUID or a dashed hash is made of base64url characters, and decodes (to bytes nobody wrote)."""
+    ids = [str(uuid.UUID(int=random.Random(seed).getrandbits(128))) for seed in range(3)]
+    text = case(f'{{"id": "{ids[0]}", "trace": "{ids[1]}-{ids[2]}"}} {"-" * 40} sum: {"ab12-" * 8}ab12')
+    assert decode_one("base64", text) == []
+    # One character outside hex digits and dashes: a base64url run again, decoded.
+    [segment] = decode_one("base64", text.replace(case(ids[1][:2]), "_Q", 1))
+    assert segment.data is not None
+
+
+_BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def _may_decode_to(keyword: bytes, alphabet: str) -> bool:
+    """Whether base64url made only of ``alphabet``'s characters can decode to bytes holding ``keyword``.
+
+    Each bit of the keyword falls in one base64 character; at some start in a quantum, every
+    character it spans must have a value in the alphabet that agrees with the keyword's bits there.
+    """
+    values = [_BASE64URL.index(c) for c in alphabet]
+    for shift in range(3):  # the keyword's first byte within a 3-byte quantum
+        bits = {8 * (shift + i) + k: (byte >> (7 - k)) & 1 for i, byte in enumerate(keyword) for k in range(8)}
+        sextets = range(min(bits) // 6, max(bits) // 6 + 1)
+        if all(any(all((v >> (5 - (b - 6 * j))) & 1 == bit for b, bit in bits.items() if b // 6 == j) for v in values)
+               for j in sextets):
+            return True
+    return False
+
+
+def test_no_builtin_keyword_can_hide_in_a_run_of_hex_digits_and_dashes():
+    """Why the base64 decoder passes over such runs: no built-in keyword is in any of their decodings."""
+    assert _may_decode_to(b"ghp_", _BASE64URL)  # (the check itself: any keyword fits the whole alphabet)
+    assert _may_decode_to(b"ghp_", "Z2hwXw")  # base64 of "ghp_"
+    keywords = sorted(set(load_ruleset().keywords))
+    assert len(keywords) > 100
+    for alphabet in ("0123456789abcdef-", "0123456789ABCDEF-"):
+        assert [k for k in keywords if _may_decode_to(k.encode("utf-8"), alphabet)] == []
 
 
 def test_base64_binary_blobs_are_yielded_only_when_the_caller_wants_them():
