@@ -103,7 +103,10 @@ class Scanner:
         if not text_only:
             self.gate.warm()
             compile_prefilters_ahead(self.rules)
-        self.cells = CellScanner(ruleset, self.options, self.keywords, self.known, self.prefilter)
+        # (A scanner of short texts runs every rule on decoded views: gating them would compile the gate.)
+        self.cells = CellScanner(
+            ruleset, self.options, self.keywords, self.known, self.prefilter, None if text_only else self.gate
+        )
         self.batches = BatchScanner(self.prefilter, self.known_prefilter, self.gate, self.cells)
 
     def for_workers(self, workers: int, *, read_threads: bool) -> Scanner:

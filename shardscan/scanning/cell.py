@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -35,8 +36,9 @@ class CellScanner:
 
     def __init__(
         self, ruleset: Ruleset, options: ScanOptions, keywords: decoders.KeywordSet, known: KnownSecretMatcher,
-        prefilter: Prefilter,
+        prefilter: Prefilter, gate: RuleGate | None = None,
     ) -> None:
+        """``gate`` (optional) selects the rules run on each decoded view (default: every rule)."""
         self.ruleset = ruleset
         self.options = options
         self.keywords = keywords
@@ -44,6 +46,7 @@ class CellScanner:
         self.known = known
         self.prefilter = prefilter  # its expressions locate a long cell's hits (see ``_windows_of``)
         self.rules: tuple[Rule, ...] = ruleset.rules
+        self.gate = gate
         self._selections: dict[tuple[int, ...], tuple[Rule, ...]] = {}
 
     def rules_of(self, indexes: tuple[int, ...]) -> tuple[Rule, ...]:
@@ -65,9 +68,9 @@ class CellScanner:
         ``raw_rules`` (default: all) are the rules run on the undecoded text, as selected by the
         rule gate; with ``gate``, they are selected by it per window instead (a long cell's
         windows are a fraction of it: gating the whole cell read it all once more); ``hits``, where
-        the prefilter's hits in it are known already (default: looked for here). Decoded views
-        always get every rule. Returns the cell's findings and the limits it hit (each a message
-        without cell content).
+        the prefilter's hits in it are known already (default: looked for here). Decoded views get
+        the rules the scanner's gate keeps for their text (every rule without one). Returns the
+        cell's findings and the limits it hit (each a message without cell content).
         """
         timer = timer or Timer()
         raw_rules = self.rules if raw_rules is None else raw_rules
@@ -84,22 +87,20 @@ class CellScanner:
             if self.known:
                 for hit in self.known.in_raw(window):
                     known.setdefault(Occurrence(hit.entry.digest, offset + hit.start, offset + hit.end), hit.encoding)
-            views = decoders.views(
+            since = time.perf_counter()
+            views = list(decoders.views(
                 window, self.options.decode, limits.append, self.keywords, continued=continued, budget=budget
-            )
-            while True:
-                since = time.perf_counter()
-                view = next(views, None)
-                decoding += time.perf_counter() - since
-                if view is None:
-                    break
+            ))
+            decoding += time.perf_counter() - since
+            decoded_rules = self._decoded_rules(views, timer)
+            for view in views:
                 if self.known and view.encoding:
                     for entry, k_start, k_end in self.known.in_view(view.text):
                         k_start, k_end = view.original_span(k_start, k_end)
                         key = Occurrence(entry.digest, offset + k_start, offset + k_end)
                         if len(known.get(key, view.encoding)) >= len(view.encoding):
                             known[key] = view.encoding
-                rules = raw_rules if not view.encoding else self.rules
+                rules = raw_rules if not view.encoding else next(decoded_rules)
                 if not rules:
                     continue
                 try:
@@ -179,6 +180,20 @@ class CellScanner:
             clock=clock,
             revealed=cand.secret if self.options.reveal_secrets else None,
         )
+
+    def _decoded_rules(self, views: list[decoders.View], timer: Timer) -> Iterator[tuple[Rule, ...]]:
+        """The rules to run on each decoded view of ``views`` (in order): those the rule gate keeps
+        for its text, all the views of a window gated in one call (every rule without a gate).
+
+        The gate is a superset test of a text, raw or decoded: a decoded view of code or of a
+        joined listing names the keywords of many rules and matches the gates of few."""
+        texts = [view.text for view in views if view.encoding]
+        if self.gate is None or not texts:
+            return itertools.repeat(self.rules)
+        since = time.perf_counter()
+        selections = self.gate.rules_for(texts)
+        timer.totals["gate"] += time.perf_counter() - since
+        return map(self.rules_of, selections)
 
     def _gated_windows(
         self, text: str, hits: hit_windows.Hits | None, gate: RuleGate | None, timer: Timer

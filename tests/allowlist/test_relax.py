@@ -12,6 +12,7 @@ import pytest
 from shardscan.engine import Scanner
 from shardscan.prefilter import RuleGate
 from shardscan.relax import relax
+from shardscan.scanning import cell as cell_module
 from shardscan.synth import expand
 from tests.conftest import near_misses
 
@@ -84,6 +85,34 @@ def test_scanner_with_gate_finds_the_same_as_without(ruleset, options):
     found_all = [gated.scan_text(t)[0] for t in texts]
     assert found_gated == found_all
     assert [len(f) for f in found_all] == [1, 1, 0, 0, 0]
+
+
+def test_decoded_views_run_only_the_rules_their_gate_keeps(ruleset, options, monkeypatch):
+    """A decoded view is gated as a raw text is: code that names credentials runs no rule's regex,
+    and what the gate keeps finds the same as every rule."""
+    token = expand("{{github:ghp_}}", seed="decoded-gate")
+    config = base64.b64encode(f"GITHUB_TOKEN={token}\n".encode()).decode()
+    code = base64.b64encode(b"token = os.environ['GITHUB_TOKEN']  # a ghp_ token, or OPENAI_API_KEY / hf_\n").decode()
+    text = f"config: {config}\nnotes: {code}\n"
+    ran: list[tuple[str, int]] = []
+    detect = cell_module.detect
+
+    def recording(view, rules, *args, **kwargs):
+        if view.encoding:
+            ran.append((view.text.split(" ")[0], len(rules)))
+        return detect(view, rules, *args, **kwargs)
+
+    monkeypatch.setattr(cell_module, "detect", recording)
+    gated = Scanner(ruleset, options)
+    findings, limits = gated.scan_text(text)
+    assert [(f.rule_id, f.encoding) for f in findings] == [("github-pat", ("base64",))] and limits == []
+    [(view, count)] = ran  # (the code's view: its gate keeps no rule, so no regex runs on it)
+    assert view.startswith("GITHUB_TOKEN=ghp_") and 0 < count < len(ruleset.rules)
+    ungated = Scanner(ruleset, options)
+    ungated.cells.gate = None
+    assert ungated.scan_text(text) == (findings, limits)
+    every = len(ruleset.rules)
+    assert [(name[:13], count) for name, count in ran[1:]] == [("GITHUB_TOKEN=", every), ("token", every)]
 
 
 def test_open_ranges_widens_bounded_ranges_only():
