@@ -116,6 +116,7 @@ def hits(
         return None
     ends: list[int] = []
     tokens: list[int] = []  # each match's end, token keywords' apart (most texts have none)
+    token_ids = compiled.reported_ids(token_ids)
 
     def note(expression_id: int, _start: int, to: int, _flags: int, _context: object) -> bool:
         (tokens if expression_id in token_ids else ends).append(to)

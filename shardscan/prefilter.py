@@ -229,7 +229,8 @@ class Prefilter:
             return hyperscan_matcher.CellMatches(mask, len(values), np.zeros(0, dtype=np.int64))
         data = values.buffers()[2]
         found = hyperscan_matcher.match_cells(
-            compiled.db, offsets, memoryview(data if data is not None else b""), record=record
+            compiled.db, offsets, memoryview(data if data is not None else b""), record=record,
+            aliases=compiled.aliases,
         )
         mask, scanned = found.mask, found.scanned
         if scanned < len(values):  # dense matches: RE2 finishes the array

@@ -309,7 +309,10 @@ class KeywordSet:
             self._keyword_database()
 
     def _keyword_database(self) -> hyperscan_matcher.Compiled | None:
-        """Hyperscan's database of the plain keywords as literals (None without Hyperscan)."""
+        """Hyperscan's database of the plain keywords as literals (None without Hyperscan).
+
+        Each expression is one literal, so a match reports the keyword's index itself (no aliases).
+        """
         return hyperscan_matcher.database(self._plain_literals) if self.plain else None
 
     def _form_searches(self) -> tuple[tuple[hyperscan_matcher.Compiled, frozenset[int] | None], ...] | None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from shardscan import hyperscan_matcher
+from shardscan import hit_windows, hyperscan_matcher
 from shardscan import prefilter as prefilter_module
 from shardscan.decoders import terminal_wrap
 from shardscan.engine import Scanner
@@ -350,7 +350,8 @@ def test_spelled_out_tries_report_the_matches_of_the_trie() -> None:
     as_regex = hyperscan_matcher.hyperscan.Database(mode=hyperscan_matcher.hyperscan.HS_MODE_BLOCK)
     as_regex.compile(expressions=[e.encode() for e in expressions], ids=list(range(len(expressions))),
                      elements=len(expressions))
-    spelled = hyperscan_matcher._build(expressions, list(range(len(expressions))), 0)
+    spelled, aliases = hyperscan_matcher._build(expressions, list(range(len(expressions))), 0)
+    assert aliases is not None and len(aliases) > len(expressions)  # (the tries' literals report ids of their own)
     rng = random.Random(25)
     texts = []
     for keyword in ruleset.keywords:
@@ -358,10 +359,35 @@ def test_spelled_out_tries_report_the_matches_of_the_trie() -> None:
             brk = rng.choice(["\n", "\r\n", "\n> ", "\nE   ", "\n> > ", " "])
             texts.append(f"x{keyword[:cut]}{brk}{keyword[cut:]}abc_{keyword}")
     for text in texts:
-        found: list[set[tuple[int, int]]] = [set(), set()]
-        for db, into in ((as_regex, found[0]), (spelled, found[1])):
-            db.scan(text.encode(), match_event_handler=lambda i, _f, to, _fl, _c, into=into: into.add((i, to)))
-        assert found[0] == found[1], text
+        by_regex: set[tuple[int, int]] = set()
+        by_literals: set[tuple[int, int]] = set()
+        as_regex.scan(text.encode(), match_event_handler=lambda i, _f, to, _fl, found: found.add((i, to)),
+                      context=by_regex)
+        spelled.scan(text.encode(), match_event_handler=lambda i, _f, to, _fl, found: found.add((int(aliases[i]), to)),
+                     context=by_literals)
+        assert by_regex == by_literals, text
+
+
+@pytest.mark.skipif(not hyperscan_matcher.enabled(), reason="Hyperscan only")
+def test_a_tries_literals_report_the_tries_id_to_every_reader() -> None:
+    """A trie compiled as its literals, each under an id of its own, reads as the trie's id
+    everywhere a match's id is used: the prefilter's recorded matches, the hit windows' token
+    ends, a search for some expressions only, the rule gate's ids per cell."""
+    trie = terminal_wrap._trie(sorted(["ghp_", "gho_", "github_pat_"]))
+    compiled = hyperscan_matcher.database(["needle", trie])
+    assert compiled is not None and compiled.aliases is not None and compiled.ids == (0, 1)
+    assert compiled.reported_ids(frozenset({1})) == frozenset({2, 3, 4})  # (the literals' own ids)
+    cells = ["a needle, a gho_ and a github_pat_", "nothing", "ghp_"]
+    assert hyperscan_matcher.any_match(compiled, cells[0].encode(), frozenset({1}))
+    assert not hyperscan_matcher.any_match(compiled, b"only a needle", frozenset({1}))
+    values = pa.array(cells, pa.large_string())
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64)[: len(cells) + 1]
+    data = memoryview(values.buffers()[2])
+    found = hyperscan_matcher.match_cells(compiled.db, offsets, data, record=True, aliases=compiled.aliases)
+    assert found.ids.tolist() == [0, 1, 1, 1] and found.mask.tolist() == [True, False, True]
+    assert hyperscan_matcher.ids_per_cell(compiled, offsets.tolist(), data) == [{0, 1}, set(), {1}]
+    hits = hit_windows.hits(cells[0], compiled, token_ids=frozenset({1}))
+    assert hits is not None and hits.ends == [8, 16, 34] and hits.token_ends == frozenset({16, 34})
 
 
 def _compiled_in_child(expressions: tuple[str, ...], out) -> None:
@@ -453,6 +479,9 @@ def test_keyword_forms_searched_in_the_prefilters_database_give_the_same_answers
         # not kept for, unless it holds another form.
         escaped = "".join(c if c.isalnum() else f"\\u{ord(c):04x}" for c in keyword)
         texts.append(base64.b64encode(f"v = {escaped}abcdefgh".encode()).decode())
+        # Cut by a terminal's wrap: the terminal-wrap decoder's tries (literals reporting ids of their own).
+        cut = rng.randrange(1, len(keyword))
+        texts.append(f"x {keyword[:cut]}\n{rng.choice(['', '> ', 'E   '])}{keyword[cut:]} y")
     cursor = {"page": 2, "after": str(uuid.UUID(int=rng.getrandbits(128)))}  # base64 text inside: the nested form
     texts.append(base64.b64encode(json.dumps(cursor).encode()).decode())
     assert [shared.matches(t) for t in texts] == [alone.matches(t) for t in texts]

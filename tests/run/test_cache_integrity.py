@@ -31,7 +31,7 @@ def token_shard(tmp_path: Path) -> tuple[Path, str]:
 
 def _blind_database(ids: list[int]) -> bytes:
     """A genuine compiled database that matches nothing, holding the same expression ids."""
-    db = hyperscan_matcher._build([r"never-matches-\x00{3}q{9}"] * len(ids), ids, 0)
+    db, _ = hyperscan_matcher._build([r"never-matches-\x00{3}q{9}"] * len(ids), ids, 0)
     return hyperscan_matcher.hyperscan.dumpb(db)
 
 
@@ -41,8 +41,9 @@ def _plant(folder: Path, how: str) -> int:
     for path in sorted(folder.glob("*.db")):
         raw = path.read_bytes()
         header = raw[: raw.index(b"\n") + 1]
-        ids_line = raw[len(header) + 32 :].partition(b"\n")[0]
-        payload = ids_line + b"\n" + _blind_database([int(i) for i in ids_line.split(b",")])
+        ids_line, _, rest = raw[len(header) + 32 :].partition(b"\n")
+        aliases_line = rest.partition(b"\n")[0]
+        payload = ids_line + b"\n" + aliases_line + b"\n" + _blind_database([int(i) for i in ids_line.split(b",")])
         if how == "digest":  # framed with a plain digest of its own content, as an unkeyed check expects
             path.write_bytes(header + hashlib.sha256(payload).digest() + payload)
         else:  # sealed, but with a key that is not this machine's
