@@ -154,13 +154,20 @@ def buffer_hits(
     if (len(data) if data is not None else len(text)) != hi - lo:
         return None
     found = matches.ends[first:last] - lo
-    token = np.isin(matches.ids[first:last], _id_array(token_ids))
+    ids = matches.ids[first:last]
+    table = _id_table(token_ids)
+    # (A table lookup rather than np.isin, whose set-up costs more than the lookup on a cell's few hits.)
+    token = table[np.minimum(ids, len(table) - 1)]
     return _assembled(text, data, found[~token].tolist(), found[token].tolist(), start_keywords)
 
 
 @lru_cache(maxsize=8)
-def _id_array(ids: frozenset[int]) -> np.ndarray:
-    return np.fromiter(ids, dtype=np.int64, count=len(ids))
+def _id_table(ids: frozenset[int]) -> np.ndarray:
+    """Whether each id is in ``ids``, for the ids up to the largest of them, and one more (False)
+    that every larger id is looked up at."""
+    table = np.zeros(max(ids, default=-1) + 2, dtype=bool)
+    table[list(ids)] = True
+    return table
 
 
 def _assembled(
@@ -169,7 +176,8 @@ def _assembled(
     """The hits of ``text`` from the byte offsets of its matches' ends (``data``: its UTF-8 bytes,
     None when it is ASCII), with the token keywords at its very start added."""
     head = data if data is not None else text[:64].encode("ascii")
-    tokens = tokens + [len(k) for k in start_keywords if head.startswith(k)]
+    if start_keywords and head.startswith(start_keywords):
+        tokens = tokens + [len(k) for k in start_keywords if head.startswith(k)]
     if data is not None and len(data) != len(text) and (ends or tokens):
         # Byte offsets to character offsets: count the bytes that start a character before each end.
         raw = np.frombuffer(data, dtype=np.uint8)
@@ -191,19 +199,7 @@ def windows(text: str, ends: list[int], token_ends: frozenset[int] = frozenset()
     if not ends:
         return None
     n = len(text)
-    mapped: bytes | None = text.encode("ascii", "replace").translate(_TOKEN_MAP) if token_ends else None
-    # (Sorted by start: a token hit's reach may start after that of a later hit.)
-    reaches = sorted(
-        _token_span(text, mapped, end) if mapped is not None and end in token_ends
-        else (max(0, end - BEFORE), min(n, end + AFTER))
-        for end in ends
-    )
-    spans: list[list[int]] = []
-    for lo, hi in reaches:
-        if spans and lo <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], hi)
-        else:
-            spans.append([lo, hi])
+    mapped, spans = _merged_reaches(text, ends, token_ends)
     out: list[Window] = []
     for lo, hi in spans:
         # A span the previous window already covers adds nothing; and a window is widened no further
@@ -226,6 +222,47 @@ def windows(text: str, ends: list[int], token_ends: frozenset[int] = frozenset()
     if sum(w.end - w.start for w in out) > MOST * n:
         return None
     return out
+
+
+def _merged_reaches(text: str, ends: list[int], token_ends: frozenset[int]) -> tuple[bytes | None, list[list[int]]]:
+    """The reach of every hit (a token keyword's narrower, see :func:`_token_span`), overlapping
+    reaches merged, in order; and the text's map of token characters, when it was needed.
+
+    A page of JSON holds a pagination cursor (a token hit) every few hundred characters: the
+    common case of a token hit, a token that ends on its line, is decided here without a call.
+    """
+    n = len(text)
+    mapped = None
+    if token_ends:
+        shown = text.encode("ascii", "replace")  # (one byte per character: offsets are kept)
+        mapped = shown.translate(_TOKEN_MAP)
+        find = mapped.find
+        reaches = []
+        for end in ends:
+            if end not in token_ends:
+                reaches.append((max(0, end - BEFORE), min(n, end + AFTER)))
+                continue
+            # A token that runs to the end of its line is followed over the lines a terminal may
+            # have wrapped it onto; most end on their line, and reach the narrow span.
+            gap = find(b" ", end)
+            if gap >= 0 and shown[gap] in _LINE_BREAKS:
+                reaches.append(_token_span(text, mapped, end))
+            else:
+                reaches.append((max(0, end - TOKEN_BEFORE), min(n, end + TOKEN_AFTER)))
+        reaches.sort()  # (by start: a token hit's reach may start after that of a later hit)
+    else:
+        reaches = [(max(0, end - BEFORE), min(n, end + AFTER)) for end in ends]  # (in order already)
+    spans: list[list[int]] = []
+    for lo, hi in reaches:
+        if spans and lo <= spans[-1][1]:
+            if hi > spans[-1][1]:
+                spans[-1][1] = hi
+        else:
+            spans.append([lo, hi])
+    return mapped, spans
+
+
+_LINE_BREAKS = frozenset(b"\r\n")
 
 
 def _token_span(text: str, mapped: bytes, end: int) -> tuple[int, int]:

@@ -333,3 +333,38 @@ def test_windows_are_gated_in_batches_bounded_in_count_and_characters() -> None:
     big = GATED_CHARS * 3 // 5  # two of them pass the bound
     assert sizes([big] * 5) == [2, 2, 1]
     assert sizes([GATED_CHARS * 2, 10]) == [1, 1]
+
+
+def _reaches_one_by_one(text: str, ends: list[int], token_ends: frozenset[int]) -> list[list[int]]:
+    """The merged reaches of the hits, each hit's reach found on its own (what the windows did before
+    the common case of a token hit was decided inline)."""
+    n = len(text)
+    mapped = text.encode("ascii", "replace").translate(hit_windows._TOKEN_MAP)
+    reaches = sorted(
+        hit_windows._token_span(text, mapped, end) if end in token_ends
+        else (max(0, end - hit_windows.BEFORE), min(n, end + hit_windows.AFTER))
+        for end in ends
+    )
+    spans: list[list[int]] = []
+    for lo, hi in reaches:
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    return spans
+
+
+def test_the_reaches_of_many_hits_are_those_of_each_hit_merged() -> None:
+    """Token hits that end on their line, run to a line break (a wrapped token: LF, CRLF, after a
+    prefix), or to the end of the text, among hits of other keywords, in ASCII and other text."""
+    import random
+
+    rng = random.Random(12)
+    pieces = ["eyJhbGciOi" + "x" * 40, "\n", "\r\n", " ", "cursor=", "> ", "E   ", "aGVsbG8gd29ybGQ=" * 5, "é",
+              "token: ", "\\n", "ghp_" + "A" * 36, "-" * 30, "\u2028"]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 300)))
+        ends = sorted({rng.randrange(0, len(text) + 1) for _ in range(rng.randrange(1, 40))})
+        token_ends = frozenset(end for end in ends if rng.random() < 0.6) if rng.random() < 0.8 else frozenset()
+        _, merged = hit_windows._merged_reaches(text, ends, token_ends)
+        assert merged == _reaches_one_by_one(text, ends, token_ends), (text, ends, token_ends)
