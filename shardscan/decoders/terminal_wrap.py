@@ -309,24 +309,25 @@ def _joins(
     head = following[after : after + MIN_TOKEN]
     if tail_run + len(head) - len(head.lstrip(_TOKEN_CHARS)) < MIN_TOKEN:
         return False  # too short a run of token characters across the cut to be a secret
-    if MIN_WIDTH <= width <= MAX_WIDTH:
-        run = runs.run(kind, index)
-        if width in run.blob_widths:
-            return False
-        if runs.width(kind, index - 1) == width or runs.width(kind, index + 1) == width:
-            return True  # two lines of one width in a row: text cut there
-        if width in COMMON_WIDTHS and width == run.widest:
-            return True  # a pane: nothing is printed wider
     # The first line of a run, glued to what came before it on its line (a JSON-serialised
     # observation starts after '"observation": "'): its own width says nothing, the two lines
     # after it say the width, and it holds at least that much.
     next_width = runs.width(kind, index + 1)
-    return (
-        MIN_WIDTH <= next_width <= MAX_WIDTH
-        and runs.width(kind, index + 2) == next_width
-        and len(line) >= next_width
-        and next_width not in runs.run(kind, index + 1).blob_widths
+    glued = (
+        MIN_WIDTH <= next_width <= MAX_WIDTH and runs.width(kind, index + 2) == next_width and len(line) >= next_width
     )
+    if MIN_WIDTH <= width <= MAX_WIDTH:
+        adjacent = runs.width(kind, index - 1) == width or next_width == width  # two lines of one width in a row
+        if not (adjacent or width in COMMON_WIDTHS or glued):
+            return False  # (decided without the run of lines, the costly part)
+        run = runs.run(kind, index)
+        if width in run.blob_widths:
+            return False
+        if adjacent:
+            return True  # text cut there
+        if width in COMMON_WIDTHS and width == run.widest:
+            return True  # a pane: nothing is printed wider
+    return glued and next_width not in runs.run(kind, index + 1).blob_widths
 
 
 def decode(request: DecodeRequest) -> Iterator[Decoded]:
