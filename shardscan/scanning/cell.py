@@ -191,8 +191,14 @@ class CellScanner:
         if self.gate is None or not texts:
             return itertools.repeat(self.rules)
         since = time.perf_counter()
-        selections = self.gate.rules_for(texts)
-        timer.totals["gate"] += time.perf_counter() - since
+        try:
+            selections = self.gate.rules_for(texts)
+        except UnicodeEncodeError:
+            # A lone surrogate (a text handed to scan_text, not read from a shard) is not UTF-8
+            # and cannot be gated: every rule runs, as on any text the gate cannot read.
+            return itertools.repeat(self.rules)
+        finally:
+            timer.totals["gate"] += time.perf_counter() - since
         return map(self.rules_of, selections)
 
     def _gated_windows(

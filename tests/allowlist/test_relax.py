@@ -115,6 +115,15 @@ def test_decoded_views_run_only_the_rules_their_gate_keeps(ruleset, options, mon
     assert [(name[:13], count) for name, count in ran[1:]] == [("GITHUB_TOKEN=", every), ("token", every)]
 
 
+def test_a_decoded_view_the_gate_cannot_read_runs_every_rule(ruleset, options):
+    """A text given to scan_text may hold a lone surrogate, which is not UTF-8: its decoded views
+    are not gated (every rule runs on them) rather than failing the scan."""
+    token = expand("{{github:ghp_}}", seed="lone-surrogate")
+    text = '{"note": "\ud800 ' + "\\u0067" + token[1:] + '"}'
+    findings, limits = Scanner(ruleset, options).scan_text(text)
+    assert [(f.rule_id, f.encoding) for f in findings] == [("github-pat", ("json-string",))] and limits == []
+
+
 def test_open_ranges_widens_bounded_ranges_only():
     """The wide form (for Hyperscan) opens ``{m,n}`` ranges and keeps exact counts and optionals."""
     source = r"(?x) AKIA [A-Z2-7]{16} [^\n]{0,60} (?:-)? (?P<secret> [A-Za-z0-9/+]{40} )"
