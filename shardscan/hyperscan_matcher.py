@@ -81,17 +81,14 @@ class Compiled:
 
     A match reports its expression's id, except where the database compiled an expression as its
     literals, each under an id of its own (see :func:`_build`): ``aliases[reported]`` is then the
-    expression's id. Read matches through :meth:`expression_ids` and :meth:`reported_ids`.
+    expression's id (:meth:`expression_id`; :func:`match_cells` takes the aliases), and
+    :meth:`reported_ids` gives the ids to look for among the reported ones.
     """
 
     db: Any
     ids: tuple[int, ...]
     aliases: np.ndarray | None = field(default=None, compare=False)  # reported id -> expression id (None: the same)
     _reported: dict[frozenset[int], frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
-
-    def expression_ids(self, reported: np.ndarray) -> np.ndarray:
-        """The expression ids of an array of reported ids."""
-        return reported if self.aliases is None else self.aliases[reported]
 
     def expression_id(self, reported: int) -> int:
         """The expression id of one reported id."""
@@ -119,7 +116,7 @@ def database(
     """The compiled block-mode database of ``expressions`` (each with ``flags``), or ``None``.
 
     A match reports its expression's id: ``ids[i]`` for ``expressions[i]`` (default: ``i``), read
-    through :meth:`Compiled.expression_ids` (a trie of literals reports ids of its own).
+    through :meth:`Compiled.expression_id` (a trie of literals reports ids of its own).
     ``None`` when Hyperscan is not enabled, or when it refuses a pattern and ``partial`` is false;
     the caller then uses RE2. With ``partial``, refused patterns are left out (see
     :attr:`Compiled.ids`) and the caller runs them in RE2. ``cache_dir`` is the folder of sealed
