@@ -15,6 +15,7 @@ Whatever this module cannot relax with certainty (back-references, conditionals,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -47,6 +48,9 @@ class _Unrelaxable(Exception):
     pass
 
 
+_REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None)) if _c is not None else ()
+
+
 def relax(source: str, *, open_ranges: bool = False) -> str | None:
     """An RE2 pattern matching a superset of what ``source`` (a ``regex``-module pattern) matches.
 
@@ -65,6 +69,53 @@ def relax(source: str, *, open_ranges: bool = False) -> str | None:
         return ("(?i)" if flags & re.IGNORECASE else "") + emitted
     except (_Unrelaxable, re.error, RecursionError, ValueError, TypeError, AttributeError):
         return None
+
+
+def anchor_length(source: str) -> int:
+    """The length of the longest run of literal characters that every match of ``source`` holds
+    (0 when there is none, or the pattern cannot be read).
+
+    What a search engine can anchor on: a gate whose longest such run is one character (a ``:``, a
+    ``{``) is tried at nearly every position of a text.
+    """
+    if _parser is None or _UNSAFE.search(_strip_escaped_braces(source)):
+        return 0
+    try:
+        items, _flags = _trimmed(source)
+    except (re.error, RecursionError, ValueError, TypeError, AttributeError):
+        return 0
+    return _required_run(items)
+
+
+def _required_run(items: Any) -> int:
+    best = run = 0
+    for op, av in _inline(items):
+        if op is _c.LITERAL:
+            run += 1
+            best = max(best, run)
+            continue
+        run = 0
+        if op is _c.BRANCH:
+            best = max(best, min(_required_run(branch) for branch in av[1]))
+        elif op in _REPEATS and av[0] >= 1:
+            best = max(best, _required_run(av[2]))
+    return best
+
+
+def _inline(items: Any) -> Any:
+    """``items`` with the sequences of groups spliced in (a group's text is part of the run around it)."""
+    for op, av in items:
+        if op is _c.SUBPATTERN:
+            yield from _inline(av[3])
+        elif op is _c.ATOMIC_GROUP:
+            yield from _inline(av)
+        else:
+            yield op, av
+
+
+def literal_alternation(words: Iterable[str]) -> str:
+    """An RE2 pattern matching any of ``words`` literally (case-sensitive)."""
+    return "(?:" + "|".join("".join(_char(ord(c)) for c in word) for word in words) + ")"
 
 
 @lru_cache(maxsize=256)
@@ -94,10 +145,9 @@ def _trim(items: Any, state: Any) -> list[Any]:
         seq.pop(0)
     while seq and min_width(seq[-1]) == 0:
         seq.pop()
-    repeats = (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None))
     for end in ({0, len(seq) - 1} if seq else set()):
         op, av = seq[end]
-        if op in repeats and av[0] > 0:
+        if op in _REPEATS and av[0] > 0:
             seq[end] = (_c.MAX_REPEAT, (av[0], av[0], av[2]))
     return seq
 
@@ -132,7 +182,7 @@ def _node(op: Any, av: Any, flags: int) -> str:  # noqa: C901 (one case per opco
         return "(?:" + _emit(body, inner) + ")"
     if op is _c.ATOMIC_GROUP:
         return "(?:" + _emit(av, flags) + ")"
-    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", None)):
+    if op in _REPEATS:
         low, high, body = av
         inner = "(?:" + _emit(body, flags) + ")"
         if high is _c.MAXREPEAT or high > _MAX_COUNT or (flags & _OPEN_RANGES and high > low + 1):

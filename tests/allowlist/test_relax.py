@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from shardscan.engine import Scanner
+from shardscan.engine import Scanner, rule_gate
 from shardscan.prefilter import RuleGate
-from shardscan.relax import relax
+from shardscan.relax import anchor_length, relax
 from shardscan.scanning import cell as cell_module
 from shardscan.synth import expand
 from tests.conftest import near_misses
@@ -27,21 +27,45 @@ def test_every_builtin_rule_is_gated_and_its_examples_pass_the_gate(ruleset):
         assert relaxed is not None, rule.id
         examples = [expand(e.text, seed=f"gate-{rule.id}") for e in rule.examples]
         assert all(_re2(examples, relaxed)), rule.id
+        # The scanner's gate (the relaxed pattern, or the keywords) keeps every example the
+        # detector would run the rule on: one that holds a keyword.
+        gate, _wide = rule_gate(rule)
+        assert gate is not None, rule.id
+        with_keyword = [e for e in examples if any(k in e for k in rule.keywords)]
+        assert with_keyword and all(_re2(with_keyword, gate)), rule.id
 
 
 @pytest.mark.slow
 def test_gate_is_a_superset_of_rule_matches_on_near_misses(ruleset):
-    """Whenever the real pattern matches a text, the relaxed one must too (assertions dropped, case kept)."""
+    """Whenever the real pattern matches a text, the relaxed one must too (assertions dropped, case
+    kept); and the scanner's gate wherever the detector would run the rule (a keyword is there)."""
     texts = near_misses(ruleset.rules, seed=7)
     for rule in ruleset.rules:
         relaxed = relax(rule.pattern_source)
         gate = _re2(texts, relaxed)
+        scanners = _re2(texts, rule_gate(rule)[0])
         matched = 0
-        for text, allowed in zip(texts, gate, strict=True):
+        for text, allowed, kept in zip(texts, gate, scanners, strict=True):
             if rule.pattern.search(text):
                 matched += 1
                 assert allowed, (rule.id, len(text))
+                assert kept or not any(k in text for k in rule.keywords), (rule.id, len(text))
         assert matched >= len(rule.examples), rule.id  # the check above really ran
+
+
+def test_a_rule_with_nothing_to_anchor_on_is_gated_by_its_keywords(ruleset, options):
+    """A relaxed pattern of colons or braces is tried at every position (a ``host:port:db:user:pw``
+    line, a JSON object): such a rule is gated by its keywords, which the detector needs anyway."""
+    scanner = Scanner(ruleset, options)
+    position = {rule.id: i for i, rule in enumerate(scanner.rules)}
+    texts = ['{"type": "user", "private_key": "none"}', "db.example.com:5432:app:admin:hunter22",
+             "in ~/.pgpass: db.example.com:5432:app:admin:hunter22", '{"type": "service_account"}']
+    selected = scanner.gate.rules_for(texts)
+    assert [position["gcp-service-account"] in rules for rules in selected] == [False, False, False, True]
+    assert [position["pgpass-password"] in rules for rules in selected] == [False, False, True, False]
+    assert anchor_length(r"(?x) (?P<h> [a-z.]{1,9} ) : [0-9]{1,5} : (?P<s> \S+ )") == 1
+    assert anchor_length(r"(?x) (?<![A-Za-z]) (?P<secret> ghp_ [A-Za-z0-9]{36} )") == 4
+    assert anchor_length(r"(?:key-|token_)[0-9a-f]{8}") == 4
 
 
 @pytest.mark.slow
