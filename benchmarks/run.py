@@ -96,11 +96,11 @@ def _tree_rss(root: int) -> int:
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
-def measure(cmd: list[str], env: dict | None = None) -> Run:
-    """Run ``cmd`` and sample its process tree's RSS every 20 ms until it exits."""
+def measure(cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> Run:
+    """Run ``cmd`` (in ``cwd``) and sample its process tree's RSS every 20 ms until it exits."""
     cpu_before = _children_cpu()
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
                             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     peak = 0
     done = threading.Event()
