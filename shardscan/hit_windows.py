@@ -43,7 +43,7 @@ AFTER = NEAR_AFTER + 256
 # whole below, and at most TOKEN_AFTER characters after the keyword (the built-in rules reach at
 # most about 200: an AWS secret key on the line after its key ID); a lookbehind or an escape before
 # it is within TOKEN_BEFORE. A token printed across wrapped lines is followed line by line
-# (:func:`_token_span`). Escape decoders still see every escape near the keyword inside the window,
+# (:func:`_wrapped_token_span`). Escape decoders still see every escape near the keyword inside the window,
 # so their decisions there are the same. On coding-agent traces, where pagination cursors
 # (``cursor=eyJ…``) are most of the hits, a third less text is decoded.
 TOKEN_BEFORE = 256
@@ -225,7 +225,7 @@ def windows(text: str, ends: list[int], token_ends: frozenset[int] = frozenset()
 
 
 def _merged_reaches(text: str, ends: list[int], token_ends: frozenset[int]) -> tuple[bytes | None, list[list[int]]]:
-    """The reach of every hit (a token keyword's narrower, see :func:`_token_span`), overlapping
+    """The reach of every hit (a token keyword's narrower, see :func:`_wrapped_token_span`), overlapping
     reaches merged, in order; and the text's map of token characters, when it was needed.
 
     A page of JSON holds a pagination cursor (a token hit) every few hundred characters: the
@@ -246,7 +246,7 @@ def _merged_reaches(text: str, ends: list[int], token_ends: frozenset[int]) -> t
             # have wrapped it onto; most end on their line, and reach the narrow span.
             gap = find(b" ", end)
             if gap >= 0 and shown[gap] in _LINE_BREAKS:
-                reaches.append(_token_span(text, mapped, end))
+                reaches.append(_wrapped_token_span(text, mapped, end, gap))
             else:
                 reaches.append((max(0, end - TOKEN_BEFORE), min(n, end + TOKEN_AFTER)))
         reaches.sort()  # (by start: a token hit's reach may start after that of a later hit)
@@ -265,10 +265,11 @@ def _merged_reaches(text: str, ends: list[int], token_ends: frozenset[int]) -> t
 _LINE_BREAKS = frozenset(b"\r\n")
 
 
-def _token_span(text: str, mapped: bytes, end: int) -> tuple[int, int]:
-    """The reach of a token hit ending at ``end``: :data:`TOKEN_BEFORE` before it and
-    :data:`TOKEN_AFTER` after it, or more when its token runs to the end of its line, as a token a
-    terminal wrapped does.
+def _wrapped_token_span(text: str, mapped: bytes, end: int, gap: int) -> tuple[int, int]:
+    """The reach of a token hit ending at ``end`` whose token runs to the end of its line (its first
+    character that is not a token's, at ``gap``, is a line break), as a token a terminal wrapped
+    does; a token that ends on its line reaches :data:`TOKEN_BEFORE` before the hit and
+    :data:`TOKEN_AFTER` after it (see :func:`_merged_reaches`).
 
     The window then takes the line before the hit's, and the lines after it while each is a piece
     of that token (token characters up to its end, after a prefix of at most ``MAX_PREFIX``
@@ -278,9 +279,6 @@ def _token_span(text: str, mapped: bytes, end: int) -> tuple[int, int]:
     """
     n = len(text)
     lo, reach = max(0, end - TOKEN_BEFORE), min(n, end + TOKEN_AFTER)
-    gap = mapped.find(b" ", end)
-    if gap < 0 or text[gap] not in "\r\n":
-        return lo, reach  # the token ends on its line (or runs to the end of the text, read whole)
     line = text.rfind("\n", 0, end)
     lo = min(lo, _line_start(text, line) if line > 0 else 0)
     at, limit = gap, min(n, end + MAX_BLOCK)

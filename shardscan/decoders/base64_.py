@@ -54,13 +54,13 @@ _LABELS = ("base64-", "base64_")
 # base64 of text (every third character of that text would be one of "h" to "~", a control
 # character or not ASCII), and no plain keyword can be in its decoded bytes (a test checks the
 # built-in ones).
-_HEX_LOWER = "0123456789abcdef-"
+_IDENTIFIER_LOWER = "0123456789abcdef-"
 _RUN_MAP = bytes(
     ord("A") if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else ord(" ") for b in range(256)
 )
 _RUN_NEEDLE = b"A" * MIN_RUN
 _SPACE = ord(" ")
-_HEX_UPPER = "0123456789ABCDEF-"
+_IDENTIFIER_UPPER = "0123456789ABCDEF-"
 _B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 
 
@@ -226,7 +226,7 @@ def decode(request: DecodeRequest) -> Iterator[Decoded]:
     for start, end, body in runs(request.text):
         if within is not None and not within.touches(start, end):
             continue  # unchanged by the parent's decoding: decoded at the parent already
-        if body.startswith(IMAGE_MAGIC) or not body.strip(_HEX_LOWER) or not body.strip(_HEX_UPPER):
+        if body.startswith(IMAGE_MAGIC) or not body.strip(_IDENTIFIER_LOWER) or not body.strip(_IDENTIFIER_UPPER):
             continue  # an image, or a hash, commit id or UUID (hex digits are base64 characters too)
         shift = _alignment(body) if request.continued and start == 0 else 0
         if body.startswith(_LABELS):

@@ -340,9 +340,15 @@ def _reaches_one_by_one(text: str, ends: list[int], token_ends: frozenset[int]) 
     the common case of a token hit was decided inline)."""
     n = len(text)
     mapped = text.encode("ascii", "replace").translate(hit_windows._TOKEN_MAP)
+
+    def token_reach(end: int) -> tuple[int, int]:
+        gap = mapped.find(b" ", end)
+        if gap >= 0 and text[gap] in "\r\n":  # the token runs to the end of its line
+            return hit_windows._wrapped_token_span(text, mapped, end, gap)
+        return max(0, end - hit_windows.TOKEN_BEFORE), min(n, end + hit_windows.TOKEN_AFTER)
+
     reaches = sorted(
-        hit_windows._token_span(text, mapped, end) if end in token_ends
-        else (max(0, end - hit_windows.BEFORE), min(n, end + hit_windows.AFTER))
+        token_reach(end) if end in token_ends else (max(0, end - hit_windows.BEFORE), min(n, end + hit_windows.AFTER))
         for end in ends
     )
     spans: list[list[int]] = []
