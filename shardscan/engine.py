@@ -84,15 +84,14 @@ class Scanner:
         compiled databases are not built up front (they take seconds without a pattern cache)."""
         self.ruleset = ruleset
         self.options = options or ScanOptions()
-        self.keywords = decoders.KeywordSet.build(ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords)
         # With decoding off, encoded keyword forms could not lead to a finding: keep them out of
         # the prefilter so that --max-decode-depth 0 is the plain, fastest scan.
         decoding = self.options.decode.max_depth > 0
         # Rules with ``prefilter`` patterns select cells by those instead of by their keywords.
         selecting = ruleset.prefilter_keywords
-        encoded = self.keywords.encoded if selecting == ruleset.keywords else tuple(
-            decoders.encoded_keyword_patterns(selecting, ruleset.token_keywords, ruleset.context_keywords)
-        )
+        # The prefilter first: without a pattern cache its database is the longest compilation of
+        # a start, which begins once it is built (the keyword set is built while it compiles).
+        encoded = tuple(decoders.encoded_keyword_patterns(selecting, ruleset.token_keywords, ruleset.context_keywords))
         self.prefilter = Prefilter.from_keywords(
             selecting, (encoded if decoding else ()) + ruleset.prefilter_patterns, ruleset.token_keywords,
             # The forms of keywords nested deeper than one encoding, up to one level beyond the
@@ -104,18 +103,22 @@ class Scanner:
             ) if decoding and hyperscan_matcher.enabled() and not text_only else (),
             cache_dir=self.options.pattern_cache,
         )
+        if not text_only:
+            self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
+        self.keywords = decoders.KeywordSet.build(
+            ruleset.keywords, ruleset.token_keywords, ruleset.context_keywords,
+            encoded=encoded if selecting == ruleset.keywords else None,
+        )
+        if not text_only and decoding and self.prefilter.expressions:
+            # Without a pattern cache, compiling the databases is most of a run's start-up, and
+            # most keyword forms are the prefilter's expressions too: they are searched in its
+            # database, the others compiled beside it (in the background, as the rule gate's).
+            self.keywords = self.keywords.sharing(self.prefilter.expressions, self.options.pattern_cache)
+            self.keywords.compile_ahead()
         # Known secrets select their cells in RE2 only: a compiled Hyperscan database is cached on
         # disk, and one holding the values' literal forms would put them there.
         self.known = KnownSecretMatcher.build(self.options.known_secrets)
         self.known_prefilter = Prefilter("|".join(self.known.prefilter_patterns())) if self.known else None
-        if not text_only:
-            self.prefilter.warm()  # compiled (or loaded) once here, inherited by forked workers
-            if decoding and self.prefilter.expressions:
-                # Without a pattern cache, compiling the databases is most of a run's start-up, and
-                # most keyword forms are the prefilter's expressions too: they are searched in its
-                # database, the others compiled beside it (in the background, as the rule gate's).
-                self.keywords = self.keywords.sharing(self.prefilter.expressions, self.options.pattern_cache)
-                self.keywords.compile_ahead()
         self.rules: tuple[Rule, ...] = ruleset.rules
         # Vectorised per-rule gates on a text: rules whose gate cannot match are not run on it
         # (exact: a gate matches a superset of the texts the rule reports in; see rule_gate).

@@ -129,13 +129,16 @@ class KeywordSet:
 
     @classmethod
     def build(
-        cls, keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = ()
+        cls, keywords: Iterable[str], token_keywords: Collection[str] = (), context_keywords: Collection[str] = (),
+        *, encoded: tuple[str, ...] | None = None,
     ) -> KeywordSet:
         """Plain keywords and their encoded forms as one RE2 alternation (see ``Ruleset.token_keywords``
-        and ``Ruleset.context_keywords``)."""
+        and ``Ruleset.context_keywords``). ``encoded``: the forms :func:`encoded_keyword_patterns`
+        gives for the same arguments, when the caller derived them already."""
         plain = tuple(dict.fromkeys(k for k in keywords if k))
         literals = sorted({_re2_literal(k) for k in plain})
-        encoded = tuple(encoded_keyword_patterns(plain, token_keywords, context_keywords))
+        if encoded is None:
+            encoded = tuple(encoded_keyword_patterns(plain, token_keywords, context_keywords))
         nested = tuple(nested_patterns()) if plain else ()
         parts = literals + sorted(set(encoded)) + list(nested)
         context = tuple(k for k in dict.fromkeys(context_keywords) if k)
