@@ -1428,12 +1428,87 @@ def transcripts() -> list[Case]:
     return cases
 
 
+# ---- developer services and bearer tokens ---------------------------------------------------------
+
+_KIND.update({
+    "google-oauth-client-secret": "google-oauth", "google-oauth-token": "google-oauth", "tailscale-key": "tailscale",
+    "figma-token": "figma", "firecrawl-api-key": "firecrawl", "sonarqube-token": "sonarqube",
+    "sourcegraph-token": "sourcegraph", "buildkite-token": "buildkite", "neon-api-key": "neon",
+    "planetscale-token": "planetscale", "resend-api-key": "resend", "e2b-api-key": "e2b",
+    "stripe-webhook-secret": "stripe", "bearer-token": "generic-secret",
+})
+
+def developer_services() -> list[Case]:
+    """Developer-service tokens and opaque bearer tokens as coding agents print them (OAuth flows,
+    CI logins, MCP server configurations, curl calls), and the look-alikes they meet."""
+    cases: list[Case] = []
+
+    def add(name: str, category: str, text: str, *expect: Expect) -> None:
+        cases.append(Case(name, category, text, expect))
+
+    cs, at, rt = (gen("gocspx", "GOCSPX-{{b64url:28}}"), gen("ya29", "ya29.a0{{b64url:160}}"),
+                  gen("google-refresh", "1//0g{{b64url:98}}"))
+    add("google-oauth-client-and-tokens", "oauth",
+        "$ cat client_secret.json\n" + json.dumps({"installed": {"client_id": "81234-abc.apps.googleusercontent.com",
+                                                                "client_secret": cs}})
+        + f"\n$ gcloud auth print-access-token\n{at}\n$ cat token.json\n"
+        + json.dumps({"refresh_token": rt, "token_uri": "https://oauth2.googleapis.com/token"}),
+        U("google-oauth-client-secret", cs), U("google-oauth-token", at), U("google-oauth-token", rt))
+    ts = gen("tailscale", "tskey-auth-k{{alnum:11}}CNTRL-{{alnum:33}}")
+    add("tailscale-up-in-dockerfile", "cloud", f"RUN tailscale up --authkey={ts} --hostname=ci-runner",
+        U("tailscale-key", ts))
+    fig, fc = gen("figma", "figd_{{b64url:40}}"), gen("firecrawl", "fc-{{hex:32}}")
+    add("mcp-servers-figma-firecrawl", "json", json.dumps({"mcpServers": {
+        "figma": {"command": "npx", "args": ["-y", "figma-developer-mcp", f"--figma-api-key={fig}", "--stdio"]},
+        "firecrawl": {"command": "npx", "args": ["-y", "firecrawl-mcp"], "env": {"FIRECRAWL_API_KEY": fc}}}}, indent=2),
+        U("figma-token", fig), U("firecrawl-api-key", fc))
+    sq, sgp, bk = gen("sonar", "sqp_{{hex:40}}"), gen("sourcegraph", "sgp_{{hex:16}}_{{hex:40}}"), gen("bk", "bkua_{{hex:40}}")
+    add("ci-logins", "ci", f"+ mvn -B verify sonar:sonar -Dsonar.token={sq}\n+ src login --token {sgp}\n"
+        f"+ bk configure --token {bk}\n", U("sonarqube-token", sq), U("sourcegraph-token", sgp), U("buildkite-token", bk))
+    neon, pw = gen("neon", "napi_{{lower_alnum:64}}"), gen("pscale-pw", "pscale_pw_{{b64url:43}}")
+    add("serverless-databases", "cloud", f"$ neonctl branches list --api-key {neon}\n"
+        f"DATABASE_URL=mysql://k2x9q:{pw}@aws.connect.psdb.cloud/shop?sslaccept=strict\n",
+        U("neon-api-key", neon), U("planetscale-token", pw))
+    rs, e2b = gen("resend", "re_{{alnum:8}}_{{alnum:24}}"), gen("e2b", "e2b_{{hex:40}}")
+    add("agent-tooling-code", "code", f"import {{ Resend }} from 'resend';\nconst resend = new Resend('{rs}');\n"
+        f"// sandbox\nconst sbx = await Sandbox.create({{ apiKey: '{e2b}' }});\n",
+        U("resend-api-key", rs), U("e2b-api-key", e2b))
+    wh = gen("whsec", "whsec_{{hex:64}}")
+    add("stripe-listen-output", "payments", "$ stripe listen --forward-to localhost:3000/api/webhooks\n"
+        f"> Ready! You are using Stripe API Version [2024-06-20]. Your webhook signing secret is {wh} (^C to quit)",
+        U("stripe-webhook-secret", wh))
+    opaque, gitea = gen("bearer-opaque", "{{b64url:48}}"), gen("bearer-token-scheme", "{{hex:40}}")
+    add("curl-opaque-bearer", "http", f'$ curl -sS https://api.acme-corp.net/v2/jobs -H "Authorization: Bearer {opaque}"\n'
+        '{"jobs": []}\n' f"$ curl -H 'Authorization: token {gitea}' https://git.acme-corp.net/api/v1/user\n",
+        U("bearer-token", opaque), U("bearer-token", gitea))
+
+    def neg(name: str, category: str, text: str) -> None:
+        cases.append(Case(name, category, text))
+
+    neg("bearer-variables-and-templates", "code",
+        'curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com\n'
+        "headers = {'Authorization': f'Bearer {token}'}\n"
+        'req.headers["Authorization"] = "Bearer " + session.access_token\n'
+        "Authorization: Bearer <token>\nAuthorization: Bearer ${{ secrets.API_TOKEN }}\n"
+        f"Authorization: Bearer {gen('neg-cut', '{{alnum:12}}')}...\n")
+    neg("bearer-to-the-local-api", "http",
+        f"$ curl -s -X POST http://localhost:8000/api/v1/jobs -H \"Authorization: Bearer {gen('neg-local', '{{alnum:40}}')}\"\n"
+        '{"id": 17, "status": "queued"}')
+    neg("developer-service-look-alikes", "code",
+        "x = 1//0  # ZeroDivisionError\nimport ssl\nctx = ssl.create_default_context()\n$ fc-list : family\n"
+        "from e2b_code_interpreter import Sandbox\nfigd_token = os.environ['FIGMA_TOKEN']\n"
+        "pattern = re.compile(r'\\s+')\nif secret.startswith('GOCSPX-'): pass\nendpoint_secret = 'whsec_...'\n"
+        f"mapboxgl.accessToken = 'pk.eyJ1IjoiZGV2IiwiYSI6{gen('neg-mapbox', '{{b64url:24}}.{{b64url:22}}')}';\n"
+        f"posthog.init('phc_{gen('neg-phc', '{{alnum:43}}')}')\n")
+    return cases
+
+
 def corpus() -> list[Case]:
     """Every case: positives first (long sessions, then credentials without a vendor prefix last
     among them), then hard negatives (those of credentials without a prefix last), then the blocks of
     families and transcript shapes added later (each with its positives and negatives)."""
     return (positives() + long_traces() + unprefixed_positives() + negatives() + unprefixed_negatives()
-            + cloud_saas() + llm_code_cases() + transcripts())
+            + cloud_saas() + llm_code_cases() + transcripts() + developer_services())
 
 
 # ---- evaluation ----------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "compose-local-only": [("connection-string-password", "local-only"), ("password-assignment", "local-only")],
     "localhost-services": ([("connection-string-password", "local-only")]
                            + [("password-command-line", "local-only")] * 2),
+    "bearer-to-the-local-api": [("bearer-token", "local-only")],
 }
 
 
@@ -92,6 +93,11 @@ def test_corpus_covers_every_kind_and_place(cases):
         "tavily", "langsmith", "pinecone", "cerebras", "cohere", "mistral", "elevenlabs", "databricks", "wandb",
         "npm", "pypi", "docker-hub", "gitlab", "atlassian", "terraform-cloud", "vault", "onepassword", "doppler",
         "pulumi",
+    }
+    # And of the developer services an agent's environment holds keys for (rules/developer-services.yaml).
+    assert kinds >= {
+        "google-oauth", "tailscale", "figma", "firecrawl", "sonarqube", "sourcegraph", "buildkite", "neon",
+        "planetscale", "resend", "e2b",
     }
     names = [c.name for c in cases]
     assert len(names) == len(set(names))

@@ -139,14 +139,18 @@ def _overlap(item: Reading, other: Reading) -> bool:
 def _drop_fallbacks(kept: list[Reading], ruleset: Ruleset) -> list[Reading]:
     """``kept`` without the fallback-kind matches that overlap a match of another kind (which covers
     it, or which it runs over: ``token=<ghp_…>&x=1`` read up to the ``&``); inside one decoded run,
-    by their places in the decoded text, not the run's span in the cell."""
+    by their places in the decoded text, not the run's span in the cell. Nor those whose value is
+    another kind's secret: the same token printed twice (``X-Figma-Token: figd_…`` and then in an
+    Authorization header), of which step 1 kept the first place only."""
     kinds = [ruleset.get(item.candidate.rule_id).kind for item in kept]
     if not any(kind in FALLBACK_KINDS for kind in kinds):
         return kept
     specific = [item for item, kind in zip(kept, kinds, strict=True) if kind not in FALLBACK_KINDS]
+    values = {o.candidate.secret for o in specific}
     return [
         item for item, kind in zip(kept, kinds, strict=True)
-        if kind not in FALLBACK_KINDS or not any(_overlap(item, o) for o in specific)
+        if kind not in FALLBACK_KINDS
+        or not (item.candidate.secret in values or any(_overlap(item, o) for o in specific))
     ]
 
 

@@ -16,6 +16,7 @@ from shardscan.verifiers.azure import check_azure_storage_key
 from shardscan.verifiers.base import Verifier, VerifyContext
 from shardscan.verifiers.credential import (
     check_basic_auth,
+    check_bearer_token,
     check_connection_string,
     check_generic_secret,
     check_password,
@@ -70,13 +71,16 @@ VERIFIERS: dict[str, Verifier] = {
     "basic-auth": check_basic_auth,
     "password": check_password,
     "generic-secret": check_generic_secret,
+    "bearer-token": check_bearer_token,
 }
 
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")
 
 # Verifiers that judge placeholders themselves: a password is often made of words
 # ("Winter2024!") and still a password, so the token-body placeholder check must not decide it.
-OWN_PLACEHOLDER_CHECK: frozenset[str] = frozenset({"connection-string", "basic-auth", "password", "generic-secret"})
+OWN_PLACEHOLDER_CHECK: frozenset[str] = frozenset(
+    {"connection-string", "basic-auth", "password", "generic-secret", "bearer-token"}
+)
 
 NO_CHECK = Verification(Verdict.UNVERIFIED, "no offline check for this kind")
 

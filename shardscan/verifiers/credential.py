@@ -231,14 +231,39 @@ def check_password(candidate: Candidate, context: VerifyContext) -> Verification
     return verdict
 
 
+def _not_generated(value: str, label: str, name: str | None = None) -> Verification | None:
+    """The verdict for a value that is a placeholder, or too short or regular to be generated
+    (``label`` names it in the detail); None when it looks generated."""
+    if (reason := placeholder_value(value, None, name)) is not None:
+        return Verification(reason.verdict, f"{label}: {reason.detail}")
+    if (generic := placeholder_reason(value)) is not None:
+        return Verification(generic.verdict, f"{label}: {generic.detail}")
+    if len(value) < MIN_GENERIC or _entropy(value) < MIN_GENERIC_ENTROPY:
+        return Verification(Verdict.EXAMPLE, f"{label}: too short or too regular to be a generated secret")
+    return None
+
+
 def check_generic_secret(candidate: Candidate, _context: VerifyContext) -> Verification | None:
     """A value assigned to a secret, token or API-key name: reported when it looks generated."""
     name = safe_text(candidate.group("name") or "a secret name", 40)
-    value = candidate.secret
-    if (reason := placeholder_value(value, None, candidate.group("name"))) is not None:
-        return Verification(reason.verdict, f"value of {name}: {reason.detail}")
-    if (generic := placeholder_reason(value)) is not None:
-        return Verification(generic.verdict, f"value of {name}: {generic.detail}")
-    if len(value) < MIN_GENERIC or _entropy(value) < MIN_GENERIC_ENTROPY:
-        return Verification(Verdict.EXAMPLE, f"value of {name}: too short or too regular to be a generated secret")
-    return Verification(Verdict.UNVERIFIED, f"high-entropy value assigned to {name}; no offline check")
+    return _not_generated(candidate.secret, f"value of {name}", candidate.group("name")) or Verification(
+        Verdict.UNVERIFIED, f"high-entropy value assigned to {name}; no offline check"
+    )
+
+
+def check_bearer_token(candidate: Candidate, _context: VerifyContext) -> Verification | None:
+    """An opaque token in an ``Authorization`` header: reported when it looks generated, like a
+    generic secret; ``local-only`` when the request names a host only the sandbox reaches (an agent
+    calling the API it runs on ``localhost``), ``example`` for a documentation host."""
+    if (judged := _not_generated(candidate.secret, "bearer token")) is not None:
+        return judged
+    host = _host_on_command_line(candidate.group("before"), candidate.group("rest"))
+    scope, shown = host_scope(host)
+    if scope == "local":
+        return Verification(Verdict.LOCAL_ONLY, f"bearer token sent to {shown} (local-only: reachable inside the "
+                                                "sandbox only)")
+    if scope == "example":
+        return Verification(Verdict.EXAMPLE, f"bearer token sent to {shown} (a documentation host)")
+    where = f" sent to {shown}" if scope == "remote" else ""
+    return Verification(Verdict.UNVERIFIED, f"high-entropy bearer token{where}; no offline check")
+
