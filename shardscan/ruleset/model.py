@@ -83,9 +83,14 @@ class Ruleset:
 
     rules: tuple[Rule, ...]
     _by_id: dict[str, Rule] = field(init=False, repr=False, compare=False)
+    # Derived once: a scanner asks for them a dozen times while it builds its prefilter.
+    _token_keywords: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _context_keywords: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {rule.id: rule for rule in self.rules})
+        object.__setattr__(self, "_token_keywords", self._declared_by_every_rule("token_keywords"))
+        object.__setattr__(self, "_context_keywords", self._declared_by_every_rule("context_keywords"))
 
     def get(self, rule_id: str) -> Rule:
         """The rule with this id (KeyError if absent)."""
@@ -132,7 +137,7 @@ class Ruleset:
         each such cell would be read into Python, gated and decoded for nothing. A keyword counts
         as a token keyword only when *every* rule that lists it declares it so.
         """
-        return self._declared_by_every_rule("token_keywords")
+        return self._token_keywords
 
     @property
     def context_keywords(self) -> tuple[str, ...]:
@@ -143,16 +148,14 @@ class Ruleset:
         prefilter looks for it plain and escaped, but not in base64, where it would only select
         encoded source code and configuration that happen to mention it.
         """
-        return self._declared_by_every_rule("context_keywords")
+        return self._context_keywords
 
     def _declared_by_every_rule(self, field_name: str) -> tuple[str, ...]:
-        """Keywords that every rule listing them also lists in its ``field_name``."""
-        declared: list[str] = []
-        for keyword in self.keywords:
-            listing = [rule for rule in self.rules if keyword in rule.keywords]
-            if listing and all(keyword in getattr(rule, field_name) for rule in listing):
-                declared.append(keyword)
-        return tuple(declared)
+        """Keywords that every rule listing them also lists in its ``field_name`` (in keyword order)."""
+        undeclared: set[str] = set()
+        for rule in self.rules:
+            undeclared.update(k for k in rule.keywords if k not in getattr(rule, field_name))
+        return tuple(k for k in self.keywords if k not in undeclared)
 
     @property
     def kinds(self) -> tuple[str, ...]:
