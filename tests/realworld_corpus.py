@@ -1435,7 +1435,7 @@ _KIND.update({
     "figma-token": "figma", "firecrawl-api-key": "firecrawl", "sonarqube-token": "sonarqube",
     "sourcegraph-token": "sourcegraph", "buildkite-token": "buildkite", "neon-api-key": "neon",
     "planetscale-token": "planetscale", "resend-api-key": "resend", "e2b-api-key": "e2b",
-    "stripe-webhook-secret": "stripe", "bearer-token": "generic-secret",
+    "stripe-webhook-secret": "stripe", "bearer-token": "generic-secret", "azure-sas-token": "azure",
 })
 
 def developer_services() -> list[Case]:
@@ -1477,6 +1477,12 @@ def developer_services() -> list[Case]:
     add("stripe-listen-output", "payments", "$ stripe listen --forward-to localhost:3000/api/webhooks\n"
         f"> Ready! You are using Stripe API Version [2024-06-20]. Your webhook signing secret is {wh} (^C to quit)",
         U("stripe-webhook-secret", wh))
+    sas = gen("azure-sas", "{{b64:43}}%3D")
+    add("azure-sas-upload-url", "cloud",
+        "$ az storage blob generate-sas --account-name acmedata -c datasets -n train-00000.parquet --permissions cw "
+        "--expiry 2099-01-01T00:00Z --full-uri -o tsv\nhttps://acmedata.blob.core.windows.net/datasets/"
+        f"train-00000.parquet?se=2099-01-01T00%3A00Z&sp=cw&sv=2022-11-02&sr=b&sig={sas}\n",
+        U("azure-sas-token", sas.replace("%3D", "=")))  # (its true text: the percent decoding reads it)
     opaque, gitea = gen("bearer-opaque", "{{b64url:48}}"), gen("bearer-token-scheme", "{{hex:40}}")
     add("curl-opaque-bearer", "http", f'$ curl -sS https://api.acme-corp.net/v2/jobs -H "Authorization: Bearer {opaque}"\n'
         '{"jobs": []}\n' f"$ curl -H 'Authorization: token {gitea}' https://git.acme-corp.net/api/v1/user\n",
@@ -1491,6 +1497,11 @@ def developer_services() -> list[Case]:
         'req.headers["Authorization"] = "Bearer " + session.access_token\n'
         "Authorization: Bearer <token>\nAuthorization: Bearer ${{ secrets.API_TOKEN }}\n"
         f"Authorization: Bearer {gen('neg-cut', '{{alnum:12}}')}...\n")
+    neg("azure-sas-expired-and-code", "cloud",
+        "https://acmedata.blob.core.windows.net/c/f.csv?sv=2021-08-06&se=2023-02-01&sp=r&sr=b&sig="
+        + gen("neg-sas", "{{b64:43}}%3D") + "\n"
+        "def verify(payload, sig=None, key=b''):\n    return hmac.compare_digest(sig, sign(payload, key))\n"
+        "SAS_URL = f'{base}?{sas_token}'  # sas_token = sv=...&sig=...\n")
     neg("bearer-to-the-local-api", "http",
         f"$ curl -s -X POST http://localhost:8000/api/v1/jobs -H \"Authorization: Bearer {gen('neg-local', '{{alnum:40}}')}\"\n"
         '{"id": 17, "status": "queued"}')

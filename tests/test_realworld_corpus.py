@@ -62,6 +62,7 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "localhost-services": ([("connection-string-password", "local-only")]
                            + [("password-command-line", "local-only")] * 2),
     "bearer-to-the-local-api": [("bearer-token", "local-only")],
+    "azure-sas-expired-and-code": [("azure-sas-token", "expired")],
 }
 
 

@@ -56,6 +56,8 @@ LIVE = [
     Live("azure-storage-account-key", "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey=",
          "{{azure_storage}}", ";EndpointSuffix=core.windows.net"),
     Live("azure-ad-client-secret", "AZURE_CLIENT_SECRET=", "{{alnum:3}}8Q~{{alnum:34}}", label="AZURE_CLIENT_SECRET"),
+    Live("azure-sas-token", "https://acmedata.blob.core.windows.net/exports/train.parquet?sp=rw&se=2099-12-01T17:00:00Z"
+         "&spr=https&sv=2022-11-02&sr=b&sig=", "{{b64:43}}%3D"),
     Live("digitalocean-token", "export DIGITALOCEAN_TOKEN=", "dop_v1_{{hex:64}}"),
     Live("alibaba-access-key-id", "ALIBABA_CLOUD_ACCESS_KEY_ID=", "LTAI{{alnum:20}}"),
     Live("alibaba-access-key-secret", "accessKeySecret: ", "{{alnum:30}}", label="accessKeySecret"),
@@ -105,6 +107,10 @@ TWINS = [
     ('AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==',
      "azure-storage-account-key", Verdict.EXAMPLE),
     ("AZURE_CLIENT_SECRET=abc8Q~xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", None, None),
+    ("https://acmedata.blob.core.windows.net/c/f?sp=r&se=2024-01-31&sv=2022-11-02&sr=b&sig={{b64:43}}%3D",
+     "azure-sas-token", Verdict.EXPIRED),
+    ("https://acmedata.blob.core.windows.net/c/f?sp=r&se=2099-01-31&sv=2022-11-02&sr=b&sig={{b64:40}}",
+     "azure-sas-token", Verdict.INVALID),
     ("DIGITALOCEAN_TOKEN=dop_v1_" + "0" * 64, None, None),
     ("the LTAIL quarterly report", None, None),
     ("HEROKU_API_KEY=HRKU-" + "x" * 60, None, None),
@@ -167,7 +173,7 @@ def live_cells() -> list[tuple[str, str]]:
 
 def test_every_family_has_a_live_cell_and_a_twin():
     rules = {case.rule for case in LIVE}
-    assert len(rules) == 38  # every new rule but the publishable key (a twin by nature), plus jwt's service role
+    assert len(rules) == 39  # every new rule but the publishable key (a twin by nature), plus jwt's service role
     assert {rule for _, rule, _ in TWINS if rule} <= rules | {"stripe-publishable-key"}
 
 
@@ -284,6 +290,23 @@ def test_azure_storage_key_must_be_64_random_bytes():
     assert (outcome.verdict, outcome.detail) == (
         Verdict.INVALID, "decodes to readable text, not 64 random bytes: not an account key")
     assert verify(key[:-4] + "A===", "azure-storage-account-key").verdict == Verdict.INVALID
+
+
+def test_azure_sas_signature_is_an_hmac_and_its_url_states_the_expiry():
+    signature = base64.b64encode(random.Random(5).randbytes(32)).decode()
+    encoded = signature.replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+    query = "?sv=2022-11-02&ss=b&srt=co&sp=rl&se=2027-03-01T00%3A00%3A00Z&"
+    live = verify(encoded, "azure-sas-token", query=query)
+    assert (live.verdict, live.detail) == (Verdict.UNVERIFIED, "Azure shared access signature, permissions sp=rl, "
+                                           "valid until 2027-03-01; grants what it signs until then or until its key "
+                                           "is rotated")
+    expired = verify(signature, "azure-sas-token", query=query.replace("2027", "2025"))
+    assert (expired.verdict, expired.detail) == (Verdict.EXPIRED, "Azure shared access signature, permissions sp=rl, "
+                                                 "expired 2025-03-01 (1 year ago)")
+    assert verify(signature, "azure-sas-token", query="?sv=2022-11-02&").verdict == Verdict.UNVERIFIED
+    short = base64.b64encode(random.Random(6).randbytes(20)).decode()
+    assert verify(short, "azure-sas-token", query=query).verdict == Verdict.INVALID
+    assert verify(expand("{{alnum:20}}-{{alnum:21}}"), "azure-sas-token", query=query).verdict == Verdict.INVALID
 
 
 def test_discord_bot_token_first_segment_must_be_a_snowflake():
