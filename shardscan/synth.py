@@ -365,6 +365,17 @@ def age_secret_key(rng: random.Random) -> str:
     return bech32_encode("age-secret-key-", rng.randbytes(32)).upper()
 
 
+def wireguard_key(rng: random.Random, arg: str = "") -> str:
+    """A WireGuard private key as ``wg genkey`` writes it: 32 random bytes clamped for X25519, in
+    base64 (``arg`` "unclamped": with its lowest bit set, as a key from another tool may be)."""
+    key = bytearray(rng.randbytes(32))
+    key[0] &= 0xF8
+    key[31] = (key[31] & 0x7F) | 0x40
+    if arg == "unclamped":
+        key[0] |= 1
+    return base64.b64encode(bytes(key)).decode()
+
+
 def gcp_service_account(rng: random.Random, style: str = "") -> str:
     """A GCP service-account key file whose ``private_key`` is a real RSA key.
 
@@ -469,5 +480,6 @@ def basic_credentials(rng: random.Random, user: str = "deploy") -> str:
 GENERATORS.update({
     "password": lambda rng, arg: password(rng, int(arg or 16)),
     "basic": lambda rng, arg: basic_credentials(rng, arg),
+    "wireguard": lambda rng, arg: wireguard_key(rng, arg),
     "uuid": lambda rng, arg: "-".join(_chars(rng, "0123456789abcdef", n) for n in (8, 4, 4, 4, 12)),
 })

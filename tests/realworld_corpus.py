@@ -1436,6 +1436,7 @@ _KIND.update({
     "sourcegraph-token": "sourcegraph", "buildkite-token": "buildkite", "neon-api-key": "neon",
     "planetscale-token": "planetscale", "resend-api-key": "resend", "e2b-api-key": "e2b",
     "stripe-webhook-secret": "stripe", "bearer-token": "generic-secret", "azure-sas-token": "azure",
+    "teams-webhook": "microsoft-teams", "npmrc-auth": "npm", "wireguard-private-key": "wireguard",
 })
 
 def developer_services() -> list[Case]:
@@ -1483,6 +1484,19 @@ def developer_services() -> list[Case]:
         "--expiry 2099-01-01T00:00Z --full-uri -o tsv\nhttps://acmedata.blob.core.windows.net/datasets/"
         f"train-00000.parquet?se=2099-01-01T00%3A00Z&sp=cw&sv=2022-11-02&sr=b&sig={sas}\n",
         U("azure-sas-token", sas.replace("%3D", "=")))  # (its true text: the percent decoding reads it)
+    teams = gen("teams", "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}@{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-"
+                "{{hex:12}}/IncomingWebhook/{{hex:32}}/{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}")
+    add("teams-alert-in-ci-config", "messaging", "notify:\n  script:\n    - >\n      curl -s -H 'Content-Type: application/json'"
+        f" -d @alert.json https://acmecorp.webhook.office.com/webhookb2/{teams}\n", U("teams-webhook", teams))
+    legacy, wg = gen("npm-legacy", "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}"), gen("wg", "{{wireguard}}")
+    add("npmrc-and-wireguard-dotfiles", "tool-output",
+        f"$ cat ~/.npmrc\n//registry.npmjs.org/:_authToken={legacy}\n@acme:registry=https://npm.acme-corp.net/\n"
+        f"$ sudo cat /etc/wireguard/wg0.conf\n[Interface]\nAddress = 10.8.0.3/24\nPrivateKey = {wg}\n\n[Peer]\n"
+        f"PublicKey = {gen('wg-pub', '{{b64:43}}')}=\nEndpoint = vpn.acme-corp.net:51820\n",
+        U("npmrc-auth", legacy), E("wireguard-private-key", wg, "valid"))
+    cld = gen("cloudinary", "{{b64url:27}}")
+    add("cloudinary-url-env", "cloud", f"CLOUDINARY_URL=cloudinary://{gen('cld-key', '{{digits:15}}')}:{cld}@acme-media\n",
+        U("connection-string-password", cld))
     opaque, gitea = gen("bearer-opaque", "{{b64url:48}}"), gen("bearer-token-scheme", "{{hex:40}}")
     add("curl-opaque-bearer", "http", f'$ curl -sS https://api.acme-corp.net/v2/jobs -H "Authorization: Bearer {opaque}"\n'
         '{"jobs": []}\n' f"$ curl -H 'Authorization: token {gitea}' https://git.acme-corp.net/api/v1/user\n",

@@ -119,6 +119,8 @@ KIND_NAMES: dict[str, str] = {
     "hubspot": "HubSpot access tokens",
     "square": "Square access tokens and OAuth secrets",
     "jfrog": "JFrog Artifactory API keys",
+    "microsoft-teams": "Microsoft Teams webhooks",
+    "wireguard": "WireGuard private and preshared keys",
     "connection-string": "Passwords in connection strings and URLs",
     "password": "Passwords",
     "generic-secret": "Generic secrets and API keys",

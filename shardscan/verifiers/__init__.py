@@ -19,6 +19,7 @@ from shardscan.verifiers.credential import (
     check_bearer_token,
     check_connection_string,
     check_generic_secret,
+    check_npmrc,
     check_password,
 )
 from shardscan.verifiers.discord import check_discord
@@ -37,6 +38,7 @@ from shardscan.verifiers.sentry import check_sentry
 from shardscan.verifiers.sk_key import check_sk_key
 from shardscan.verifiers.slack import check_slack
 from shardscan.verifiers.stripe import check_stripe
+from shardscan.verifiers.wireguard import check_wireguard
 
 __all__ = [
     "ALWAYS_FIRST", "NO_CHECK", "VERIFIERS", "Verifier", "VerifyContext", "prepare_verifiers", "verify_candidate",
@@ -73,6 +75,8 @@ VERIFIERS: dict[str, Verifier] = {
     "password": check_password,
     "generic-secret": check_generic_secret,
     "bearer-token": check_bearer_token,
+    "npmrc": check_npmrc,
+    "wireguard": check_wireguard,
 }
 
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")
@@ -80,7 +84,7 @@ ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")
 # Verifiers that judge placeholders themselves: a password is often made of words
 # ("Winter2024!") and still a password, so the token-body placeholder check must not decide it.
 OWN_PLACEHOLDER_CHECK: frozenset[str] = frozenset(
-    {"connection-string", "basic-auth", "password", "generic-secret", "bearer-token"}
+    {"connection-string", "basic-auth", "password", "generic-secret", "bearer-token", "npmrc"}
 )
 
 NO_CHECK = Verification(Verdict.UNVERIFIED, "no offline check for this kind")

@@ -163,11 +163,17 @@ _SCHEME_NAMES = {"postgres": "postgres", "postgresql": "postgres", "mongodb+srv"
                  "ldaps": "ldap"}
 
 
+# Schemes whose "host" is an account name on the provider's API, not a host on a network.
+_ACCOUNT_SCHEMES = {"cloudinary": "api.cloudinary.com"}
+
+
 def check_connection_string(candidate: Candidate, _context: VerifyContext) -> Verification | None:
-    """A password in the userinfo of a URL (``scheme://user:password@host``)."""
+    """A password in the userinfo of a URL (``scheme://user:password@host``); for a scheme whose
+    host part names an account (``cloudinary://key:secret@cloud``), the provider's API host."""
     scheme = (candidate.group("scheme") or "").lower()
     service = _SCHEME_NAMES.get(scheme, scheme) or "a service"
-    return _judged(candidate.secret, f"password for {service}", candidate.group("user"), candidate.group("host"))
+    host = _ACCOUNT_SCHEMES.get(scheme, candidate.group("host"))
+    return _judged(candidate.secret, f"password for {service}", candidate.group("user"), host)
 
 
 def check_basic_auth(candidate: Candidate, _context: VerifyContext) -> Verification | None:
@@ -255,15 +261,26 @@ def check_bearer_token(candidate: Candidate, _context: VerifyContext) -> Verific
     """An opaque token in an ``Authorization`` header: reported when it looks generated, like a
     generic secret; ``local-only`` when the request names a host only the sandbox reaches (an agent
     calling the API it runs on ``localhost``), ``example`` for a documentation host."""
-    if (judged := _not_generated(candidate.secret, "bearer token")) is not None:
-        return judged
     host = _host_on_command_line(candidate.group("before"), candidate.group("rest"))
+    return _token_for_host(candidate.secret, "bearer token", host)
+
+
+def check_npmrc(candidate: Candidate, _context: VerifyContext) -> Verification | None:
+    """The credential of an ``.npmrc`` registry line: reported when it looks generated, for the
+    registry it names (``local-only`` for a registry only the sandbox reaches)."""
+    return _token_for_host(candidate.secret, "npm registry credential", candidate.group("host"))
+
+
+def _token_for_host(value: str, what: str, host: str | None) -> Verification:
+    """A generated-looking token sent to ``host``: placeholders and regular values first (see
+    :func:`_not_generated`), then where it goes."""
+    if (judged := _not_generated(value, what)) is not None:
+        return judged
     scope, shown = host_scope(host)
     if scope == "local":
-        return Verification(Verdict.LOCAL_ONLY, f"bearer token sent to {shown} (local-only: reachable inside the "
-                                                "sandbox only)")
+        return Verification(Verdict.LOCAL_ONLY, f"{what} sent to {shown} (local-only: reachable inside the sandbox "
+                                                "only)")
     if scope == "example":
-        return Verification(Verdict.EXAMPLE, f"bearer token sent to {shown} (a documentation host)")
+        return Verification(Verdict.EXAMPLE, f"{what} sent to {shown} (a documentation host)")
     where = f" sent to {shown}" if scope == "remote" else ""
-    return Verification(Verdict.UNVERIFIED, f"high-entropy bearer token{where}; no offline check")
-
+    return Verification(Verdict.UNVERIFIED, f"high-entropy {what}{where}; no offline check")

@@ -1,12 +1,14 @@
-"""Developer-service tokens (rules/developer-services.yaml, Stripe webhook secrets) and opaque
-bearer tokens: each printed bare by a command, not assigned to a name, so that its own rule must
-find it; at its exact span in a Parquet shard, JSON-escaped and base64-encoded; look-alikes not
-reported; a bearer header holding a token another rule knows reported once, by that rule."""
+"""More credential families (rules/developer-services.yaml, Stripe webhook secrets, Teams webhooks,
+.npmrc credentials, WireGuard keys, a Cloudinary URL) and opaque bearer tokens: each printed bare
+by a command, not assigned to a name, so that its own rule must find it; at its exact span in a
+Parquet shard, JSON-escaped and base64-encoded; look-alikes not reported; a bearer header holding a
+token another rule knows reported once, by that rule."""
 
 from __future__ import annotations
 
 import base64
 import json
+import random
 
 import pytest
 
@@ -16,7 +18,7 @@ from shardscan.model import Verdict
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW
 from tests.rules.test_cloud_saas_credentials import Live, _by_row, _shard
-from tests.verifier_helpers import findings, only
+from tests.verifier_helpers import findings, only, verify
 
 # A token as a tool prints it: alone on its line, or after a label no rule reads as a name.
 LIVE = [
@@ -46,6 +48,14 @@ LIVE = [
     Live("square-token", "Application secret: ", "sq0csp-{{b64url:43}}"),
     Live("jfrog-api-key", 'curl -H "X-JFrog-Art-Api: ', "AKCp{{alnum:69}}", '" https://acme.jfrog.io'),
     Live("stripe-webhook-secret", "> Ready! Your webhook signing secret is ", "whsec_{{hex:64}}", " (^C to quit)"),
+    Live("teams-webhook", "curl -H 'Content-Type: application/json' -d @card.json https://acme.webhook.office.com/webhookb2/",
+         "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}@{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}"
+         "/IncomingWebhook/{{hex:32}}/{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}"),
+    Live("npmrc-auth", "$ cat ~/.npmrc\n//registry.npmjs.org/:_authToken=",
+         "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}", "\n"),
+    Live("wireguard-private-key", "$ sudo cat /etc/wireguard/wg0.conf\n[Interface]\nPrivateKey = ", "{{wireguard}}",
+         "\nListenPort = 51820\n", Verdict.VALID),
+    Live("connection-string-password", "CLOUDINARY_URL=cloudinary://{{digits:15}}:", "{{b64url:27}}", "@acme-media"),
     Live("bearer-token", 'curl -sS -H "Authorization: Bearer ', "{{b64url:48}}", '" https://api.acme-corp.net/v1'),
     Live("bearer-token", "GET /v2/items HTTP/1.1\r\nauthorization: token ", "{{hex:40}}", "\r\n"),
     Live("bearer-token", "headers = {'Authorization': 'Bearer ", "AAAA{{alnum:20}}%2B{{alnum:30}}%3D{{alnum:40}}",
@@ -82,7 +92,7 @@ def live_cells() -> list[tuple[str, str]]:
 
 def test_every_new_rule_has_a_live_cell():
     rules = {case.rule for case in LIVE}
-    assert len(rules) == 25
+    assert len(rules) == 29
 
 
 def test_live_cells_in_a_parquet_shard_block_at_their_exact_span(tmp_path, live_cells):
@@ -92,7 +102,7 @@ def test_live_cells_in_a_parquet_shard_block_at_their_exact_span(tmp_path, live_
     for row, (case, (cell, secret)) in enumerate(zip(LIVE, live_cells, strict=True)):
         got = [(f.rule_id, f.location.column, f.start, f.end, f.verdict, f.blocking) for f in rows.get(row, [])]
         start = cell.index(secret)
-        assert got == [(case.rule, "text", start, start + len(secret), Verdict.UNVERIFIED, True)], (case.rule, got)
+        assert got == [(case.rule, "text", start, start + len(secret), case.verdict, True)], (case.rule, got)
         assert secret not in rows[row][0].preview
 
 
@@ -104,7 +114,7 @@ def test_live_cells_json_escaped_and_base64_encoded(tmp_path, live_cells):
     for row, case in enumerate(LIVE):
         for at, encoding in ((row, None), (row + len(LIVE), "base64")):
             got = [(f.rule_id, f.verdict, encoding is None or encoding in f.encoding) for f in rows.get(at, [])]
-            assert got == [(case.rule, Verdict.UNVERIFIED, True)], (case.rule, encoding, got)
+            assert got == [(case.rule, case.verdict, True)], (case.rule, encoding, got)
 
 
 def test_look_alikes_are_not_reported(tmp_path):
@@ -143,3 +153,22 @@ def test_a_bearer_token_sent_to_a_host_only_the_sandbox_reaches_is_local_only():
     documented = only(f'curl -H "Authorization: Bearer {token}" https://api.example.com/v1/jobs')
     assert documented.verdict == Verdict.EXAMPLE
     assert token not in local.detail + remote.detail
+
+
+def test_wireguard_keys_are_judged_by_their_clamping():
+    clamped, unclamped = expand("{{wireguard}}", seed=1), expand("{{wireguard:unclamped}}", seed=1)
+    assert verify(clamped, "wireguard-private-key", field="PrivateKey").verdict == Verdict.VALID
+    assert verify(unclamped, "wireguard-private-key", field="PrivateKey").verdict == Verdict.UNVERIFIED
+    assert verify(clamped, "wireguard-private-key", field="PresharedKey").verdict == Verdict.UNVERIFIED
+    short = base64.b64encode(random.Random(2).randbytes(20)).decode()
+    assert verify(short, "wireguard-private-key", field="PrivateKey").verdict == Verdict.INVALID
+
+
+def test_npmrc_credentials_are_judged_by_their_registry():
+    token = expand("{{b64url:40}}")
+    local = only(f"//localhost:4873/:_authToken={token}\n")
+    assert (local.rule_id, local.verdict) == ("npmrc-auth", Verdict.LOCAL_ONLY)
+    remote = only(f"//npm.pkg.acme-corp.net/:_authToken={token}\n")
+    assert (remote.verdict, remote.detail) == (
+        Verdict.UNVERIFIED, "high-entropy npm registry credential sent to npm.pkg.acme-corp.net; no offline check")
+    assert findings("//registry.npmjs.org/:_authToken=${NPM_TOKEN}\n") == []

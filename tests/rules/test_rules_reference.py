@@ -21,7 +21,7 @@ def test_kinds_table_lists_every_kind_with_its_offline_check():
     table = doc[doc.index("## Kinds\n") : doc.index("\n## rules/")]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == list(ruleset.kinds)
-    assert "| `npm` | npm access token | `npm-checksum` |" in rows
+    assert "| `npm` | npm access token; npm registry credential in an .npmrc | `npm-checksum`, `npmrc` |" in rows
     assert "| `pypi` | PyPI API token | `pypi-macaroon` |" in rows
     assert "| `groq` | Groq API key | format only |" in rows
 
