@@ -1494,6 +1494,12 @@ def developer_services() -> list[Case]:
         f"$ sudo cat /etc/wireguard/wg0.conf\n[Interface]\nAddress = 10.8.0.3/24\nPrivateKey = {wg}\n\n[Peer]\n"
         f"PublicKey = {gen('wg-pub', '{{b64:43}}')}=\nEndpoint = vpn.acme-corp.net:51820\n",
         U("npmrc-auth", legacy), E("wireguard-private-key", wg, "valid"))
+    rpw, lpw, opw = gen("redis-remote", "{{password}}"), gen("ldap-pw", "{{password}}"), gen("p12-pw", "{{password}}")
+    add("shell-client-passwords", "tool-output",
+        f"$ redis-cli -h cache-01.acme-corp.net -a {rpw} --no-auth-warning DBSIZE\n(integer) 48213\n"
+        f"$ ldapsearch -x -H ldaps://ldap.acme-corp.net -D 'cn=svc-sync,dc=acme,dc=net' -w {lpw} '(uid=jdoe)' mail\n"
+        f"$ openssl pkcs12 -export -in tls.crt -inkey tls.key -out tls.p12 -passout pass:{opw}\n",
+        U("password-command-line", rpw), U("password-command-line", lpw), U("password-command-line", opw))
     cld = gen("cloudinary", "{{b64url:27}}")
     add("cloudinary-url-env", "cloud", f"CLOUDINARY_URL=cloudinary://{gen('cld-key', '{{digits:15}}')}:{cld}@acme-media\n",
         U("connection-string-password", cld))
@@ -1511,6 +1517,10 @@ def developer_services() -> list[Case]:
         'req.headers["Authorization"] = "Bearer " + session.access_token\n'
         "Authorization: Bearer <token>\nAuthorization: Bearer ${{ secrets.API_TOKEN }}\n"
         f"Authorization: Bearer {gen('neg-cut', '{{alnum:12}}')}...\n")
+    neg("redis-in-compose", "tool-output",
+        "services:\n  cache:\n    image: redis:7-alpine\n    command: redis-server --requirepass "
+        + gen("neg-redis", "{{password}}") + "\n  app:\n    build: .\n$ docker compose exec cache redis-cli -a "
+        + gen("neg-redis", "{{password}}") + " ping\nPONG\n")
     neg("azure-sas-expired-and-code", "cloud",
         "https://acmedata.blob.core.windows.net/c/f.csv?sv=2021-08-06&se=2023-02-01&sp=r&sr=b&sig="
         + gen("neg-sas", "{{b64:43}}%3D") + "\n"

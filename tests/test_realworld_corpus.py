@@ -63,6 +63,7 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
                            + [("password-command-line", "local-only")] * 2),
     "bearer-to-the-local-api": [("bearer-token", "local-only")],
     "azure-sas-expired-and-code": [("azure-sas-token", "expired")],
+    "redis-in-compose": [("password-command-line", "local-only")],  # (one password, set and used)
 }
 
 

@@ -35,7 +35,8 @@ MIN_GENERIC_ENTROPY = 3.0
 DEFAULT_PASSWORDS = frozenset(
     [
         "password", "passwd", "pass", "pwd", "secret", "changeme", "change_me", "changeit", "admin", "administrator",
-        "root", "toor", "guest", "postgres", "mysql", "mariadb", "mongo", "mongodb", "redis", "rabbitmq", "minioadmin",
+        "root", "toor", "guest", "postgres", "mysql", "mariadb", "mongo", "mongodb", "redis", "foobared", "rabbitmq",
+        "minioadmin",
         "minio", "elastic", "kibana", "neo4j", "oracle", "sa", "test", "testing", "tester", "example", "sample",
         "default", "demo", "dummy", "fake", "foo", "bar", "foobar", "baz", "letmein", "qwerty", "user", "username",
         "login", "none", "null", "nil", "empty", "undefined", "true", "false", "secret123", "password1", "password123",
@@ -218,21 +219,27 @@ def _host_on_command_line(*parts: str | None) -> str | None:
     return None
 
 
+# Clients that connect to the local server when no host is given (its socket, localhost).
+_LOCAL_BY_DEFAULT = frozenset({"mysql", "mysqldump", "mysqladmin", "mariadb", "psql", "redis-cli", "mongo", "mongosh"})
+# Server settings that set a password (redis.conf, redis-server's options) rather than send one.
+_SERVER_SETTINGS = frozenset({"requirepass", "masterauth"})
+
+
 def check_password(candidate: Candidate, context: VerifyContext) -> Verification | None:
-    """A password assigned to a credential name, or given on a command line."""
+    """A password assigned to a credential name, given on a command line, or set for a server."""
     name = candidate.group("name")
     tool = candidate.group("tool")
-    what = f"password assigned to {safe_text(name, 40)}" if name else f"password on a {tool} command line" if tool \
-        else "password"
+    what = (f"password assigned to {safe_text(name, 40)}" if name else f"password set by {tool}"
+            if tool in _SERVER_SETTINGS else f"password on a {tool} command line" if tool else "password")
     host = candidate.group("host") or _host_on_command_line(candidate.group("args"), candidate.group("rest"))
     verdict = _judged(candidate.secret, what, candidate.group("user"), host, name)
     text = context.text
-    if verdict.verdict == Verdict.UNVERIFIED and name and _IMAGE_INIT.match(name.strip("\"'").upper()) \
-            and _CONTAINER_CONTEXT.search(text):
+    if verdict.verdict == Verdict.UNVERIFIED and (
+        name and _IMAGE_INIT.match(name.strip("\"'").upper()) or tool in _SERVER_SETTINGS
+    ) and _CONTAINER_CONTEXT.search(text):
         return Verification(Verdict.LOCAL_ONLY, f"{what}: sets the password of a container an image starts "
                                                 "(docker-compose, docker run): local-only")
-    if verdict.verdict == Verdict.UNVERIFIED and tool in ("mysql", "mysqldump", "mysqladmin", "mariadb", "psql") \
-            and not host:
+    if verdict.verdict == Verdict.UNVERIFIED and tool in _LOCAL_BY_DEFAULT and not host:
         return Verification(Verdict.LOCAL_ONLY, f"{what}, no host given (the local server's socket): local-only")
     return verdict
 
