@@ -367,8 +367,11 @@ def age_secret_key(rng: random.Random) -> str:
 
 def wireguard_key(rng: random.Random, arg: str = "") -> str:
     """A WireGuard private key as ``wg genkey`` writes it: 32 random bytes clamped for X25519, in
-    base64 (``arg`` "unclamped": with its lowest bit set, as a key from another tool may be)."""
+    base64 (``arg`` "unclamped": with its lowest bit set, as a key from another tool may be;
+    "random": 32 random bytes, as a preshared or public key is)."""
     key = bytearray(rng.randbytes(32))
+    if arg == "random":
+        return base64.b64encode(bytes(key)).decode()
     key[0] &= 0xF8
     key[31] = (key[31] & 0x7F) | 0x40
     if arg == "unclamped":
