@@ -436,3 +436,47 @@ def test_fallback_must_be_a_boolean(tmp_path):
     path.write_text(_ACME.format(fallback="'yes'"))
     with pytest.raises(ConfigError, match="acme.yaml: acme-any: 'fallback' must be true or false"):
         load_rule_file(path)
+
+
+def test_short_urlsafe_sk_keys_are_reported_whatever_their_dashes_and_underscores():
+    # A proxy's virtual key (LiteLLM's is sk- and secrets.token_urlsafe(16)): 22 characters of
+    # base64url, so a dash or an underscore often breaks every 16-character alphanumeric run, and
+    # some have no digit. Each of 200 seeded keys is one finding of the fallback rule.
+    rng = random.Random(25)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    missed = []
+    for _ in range(200):
+        key = "sk-" + "".join(rng.choice(alphabet) for _ in range(22))
+        found = [(f.rule_id, f.preview) for f in findings(f"LITELLM_MASTER_KEY={key}\n")]
+        if [rule for rule, _ in found] != ["sk-api-key"]:
+            missed.append(found)
+    assert len(missed) <= 2, missed
+
+
+def _letters(seed: int, n: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") for _ in range(n))
+
+
+@pytest.mark.parametrize("body", [
+    "{{alnum:6}}-7{{alnum:6}}_{{alnum:5}}",            # separators every few characters, a digit
+    f"{_letters(3, 13)}-{_letters(4, 10)}",            # no digit at all, mixed case throughout
+])
+def test_sk_keys_without_a_long_alphanumeric_run_are_reported(body):
+    text = expand(f"api_key = 'sk-{body}'", seed=3)
+    assert [f.rule_id for f in findings(text)] == ["sk-api-key"]
+
+
+@pytest.mark.parametrize("text", [
+    "see sk-learn-compat-layer-v2-2024 in the docs",
+    "--sk-primary-color-Dark-Mode: #222",
+    "<div class='sk-ButtonPrimary-LargeRounded'>",
+])
+def test_kebab_and_camel_case_names_after_sk_are_not_keys(text):
+    assert findings(text) == []
+
+
+def test_a_vault_token_without_a_digit_is_reported_and_an_identifier_is_not():
+    token = f"hvs.{_letters(5, 12)}{_letters(6, 12)}"
+    assert [f.rule_id for f in findings(f"export VAULT_TOKEN={token}\n")] == ["vault-token"]
+    assert findings("see hvs.some_configured_token_name_for_tests\n") == []
