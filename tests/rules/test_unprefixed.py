@@ -139,6 +139,13 @@ def _cases() -> list[Case]:
         ("client-secret", '{{"client_secret": "{s}"}}'),
         ("api-key-camel", 'apiKey: "{s}"'),
         ("auth-token", "AUTH_TOKEN={s}"),
+        ("flask-config-subscript", "app.config['SECRET_KEY'] = '{s}'"),
+        ("environ-subscript", 'os.environ["TOGETHER_API_KEY"] = "{s}"'),
+        ("nextauth", "NEXTAUTH_SECRET={s}"),
+        ("pagerduty", "PAGERDUTY_API_KEY={s}"),
+        ("x-api-key-header", "requests.get(url, headers={{'X-API-Key': '{s}'}})"),
+        ("cli-flag", "python deploy.py --api-key {s} --region eu-west-1"),
+        ("cli-flag-quoted", 'modal deploy --client-secret "{s}"'),
     ):
         s = pw(f"generic-{name}", 40)
         add(Case(f"generic-{name}", template.format(s=s), "generic-secret-assignment", s))
@@ -163,6 +170,10 @@ def _cases() -> list[Case]:
     add(Case("helm-template", 'password: "{{ .Values.db.password }}"'))
     add(Case("uuid-request-id", '{"request_id": "6f1c2b7e-2d4a-4c7e-9b1a-0c2d3e4f5a6b"}'))
     add(Case("token-counts", '{"max_tokens": 4096, "total_tokens": 123456789012345678}'))
+    add(Case("pagination-token", f'{{"nextPageToken": "{b64(pw("next-page", 30))}", "items": []}}'))
+    add(Case("page-token-param", f'params = {{"page_token": "{pw("page-token", 40)}"}}'))
+    add(Case("cli-flag-file-and-variable", "python train.py --token-file /run/secrets/hf --api-key $API_KEY"))
+    add(Case("cli-flag-not-a-credential", "vllm serve model --max-tokens 4096 --tokenizer Qwen2TokenizerFast"))
     # --- through the decoders
     p = pw("json-escaped")
     cell = json.dumps({"name": "write", "arguments": json.dumps({"content": f"DB_PASSWORD=\"{p}\"\n"})})
