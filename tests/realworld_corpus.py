@@ -1215,7 +1215,7 @@ def llm_code_cases() -> list[Case]:
         ("pplx", "pplx-{{alnum:48}}"), ("r8", "r8_{{alnum:37}}"), ("fw", "fw_{{alnum:24}}"), ("tvly", "tvly-{{alnum:32}}"),
         ("lsv2", "lsv2_pt_{{hex:32}}_{{hex:10}}"), ("pcsk", "pcsk_{{alnum:5}}_{{alnum:64}}"), ("csk", "csk-{{lower_alnum:48}}"),
         ("cohere", "{{alnum:40}}"), ("mistral", "{{alnum:32}}"), ("eleven", "sk_{{hex:48}}"), ("dapi", "dapi{{hex:32}}"),
-        ("wandb", "{{hex:40}}")]}
+        ("wandb", "{{hex:40}}"), ("kgat", "KGAT_{{hex:32}}"), ("kaggle", "{{hex:32}}")]}
     cases += [
         Case("ml-platform-settings", "ml-platforms", textwrap.dedent(f"""\
             # settings.py
@@ -1240,6 +1240,10 @@ def llm_code_cases() -> list[Case]:
              (X("databricks-token", "databricks", ml["dapi"]),)),
         Case("wandb-netrc", "ml-platforms", f"$ cat ~/.netrc\nmachine api.wandb.ai\n  login user\n  password {ml['wandb']}\n",
              (X("wandb-api-key", "wandb", ml["wandb"]),)),
+        Case("kaggle-credentials", "ml-platforms",
+             f"$ export KAGGLE_API_TOKEN={ml['kgat']}\n$ cat ~/.kaggle/kaggle.json\n"
+             f'{{"username":"dsmith","key":"{ml["kaggle"]}"}}\n',
+             (X("kaggle-api-token", "kaggle", ml["kgat"]), X("kaggle-api-key", "kaggle", ml["kaggle"]))),
     ]
     npm, pypi = g("npm", "{{npm}}"), g("pypi", "{{pypi:project}}")
     glpat, glptt = g("glpat", "glpat-{{b64url:20}}"), g("glptt", "glptt-{{hex:40}}")
@@ -1315,6 +1319,8 @@ def llm_code_cases() -> list[Case]:
         wandb.login(key=os.environ["WANDB_API_KEY"])
         """))
     neg("wandb-and-git", f"$ wandb login --relogin\n$ git checkout {hexs('wb-sha', 40)}\n")
+    neg("kaggle-names-and-ids", "cd modelzoo/recommendation/KGAT_for_ACL\nos.environ['KAGGLE_KEY'] = userdata.get('KAGGLE_KEY')\n"
+        f'{{"username": "dsmith", "id": "{hexs("kaggle-id", 32)}", "key": "value"}}\n')
     neg("firmware-and-rapidapi", f"fw_version = read_firmware(); fw_update_required = True\n"
         f"url = 'https://example.p.rapidapi{hexs('rapid', 32)}.com'\nufw_{b64('ufw', 24, synth.ALNUM)}")
     # Reported, not blocking: a model-invented OpenAI key, a bad npm checksum, an expired PyPI token.

@@ -93,8 +93,8 @@ def test_corpus_covers_every_kind_and_place(cases):
     assert kinds >= {
         "openrouter", "openai-compatible", "groq", "xai", "google-api-key", "perplexity", "replicate", "fireworks",
         "tavily", "langsmith", "pinecone", "cerebras", "cohere", "mistral", "elevenlabs", "databricks", "wandb",
-        "npm", "pypi", "docker-hub", "gitlab", "atlassian", "terraform-cloud", "vault", "onepassword", "doppler",
-        "pulumi",
+        "kaggle", "npm", "pypi", "docker-hub", "gitlab", "atlassian", "terraform-cloud", "vault", "onepassword",
+        "doppler", "pulumi",
     }
     # And of the developer services an agent's environment holds keys for (rules/developer-services.yaml).
     assert kinds >= {

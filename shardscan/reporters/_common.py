@@ -56,6 +56,7 @@ KIND_NAMES: dict[str, str] = {
     "databricks": "Databricks tokens",
     "elevenlabs": "ElevenLabs API keys",
     "wandb": "Weights and Biases API keys",
+    "kaggle": "Kaggle API tokens and keys",
     "cohere": "Cohere API keys",
     "mistral": "Mistral AI API keys",
     "gitlab": "GitLab tokens",
