@@ -1004,6 +1004,7 @@ _KIND.update({
     "connection-string-password": "connection-string", "basic-auth-header": "connection-string",
     "docker-config-auth": "connection-string", "password-assignment": "password", "password-command-line": "password",
     "netrc-password": "password", "pgpass-password": "password", "generic-secret-assignment": "generic-secret",
+    "password-name-value": "password", "secret-name-value": "generic-secret",
 })
 
 
@@ -1100,6 +1101,26 @@ def unprefixed_positives() -> list[Case]:
     secret = hexs("internal-api", 40)
     add("json-internal-api-key", "json", json.dumps({"service": "billing", "api_key": secret}),
         U("generic-secret-assignment", secret))
+    a, secret = pw("maven-settings"), b64("appsettings", 40, synth.ALNUM)
+    add("xml-config-files", "xml",
+        "$ cat ~/.m2/settings.xml\n<settings>\n  <servers>\n    <server>\n      <id>releases</id>\n"
+        f"      <username>deploy</username>\n      <password>{a}</password>\n    </server>\n  </servers>\n"
+        "</settings>\n$ cat web.config\n<appSettings>\n  <add key=\"Environment\" value=\"Production\" />\n"
+        f"  <add key=\"PaymentsApiKey\" value=\"{secret}\" />\n</appSettings>\n",
+        U("password-name-value", a), U("secret-name-value", secret))
+    a, secret = pw("k8s-env"), b64("k8s-env-token", 40, synth.ALNUM)
+    add("k8s-deployment-env", "yaml",
+        "spec:\n  containers:\n  - name: api\n    image: registry.acme-corp.net/api:1.4\n    env:\n"
+        "    - name: DB_HOST\n      value: pg.acme-corp.net\n    - name: DB_PASSWORD\n"
+        f"      value: \"{a}\"\n    - name: UPSTREAM_API_TOKEN\n      value: {secret}\n"
+        "    - name: REDIS_PASSWORD\n      valueFrom:\n        secretKeyRef:\n          name: redis\n"
+        "          key: password\n",
+        U("password-name-value", a), U("secret-name-value", secret))
+    secret = b64("azure-openai-key", 84, synth.ALNUM)
+    add("dotenv-upper-key-names", "env",
+        f"AZURE_OPENAI_ENDPOINT=https://acme-eu.openai.azure.com/\nAZURE_OPENAI_KEY={secret}\n"
+        "CACHE_KEY=user:12345678:profile:v2\nS3_KEY=datasets/train/shard-00001-of-00100.parquet\n",
+        U("generic-secret-assignment", secret))
     return cases
 
 
@@ -1147,6 +1168,10 @@ def unprefixed_negatives() -> list[Case]:
         f"mysql -u root -p{pw('mysql-local')} -e 'select 1'\n"
         f"curl -u elastic:{pw('es-local')} http://localhost:9200/_cluster/health\n"
         f"redis-cli -u redis://default:{pw('redis-local')}@127.0.0.1:6379 ping\n")
+    add("markup-without-values", "xml",
+        '<label for="password">Password</label>\n<input type="password" name="password" value="">\n'
+        '<add key="RequestToken" value="' + uuid("request-token") + '" />\n'
+        '{"name": "api_key", "in": "header", "type": "apiKey"}\n<password>${env.NEXUS_PASSWORD}</password>\n')
     add("prose-about-passwords", "docs",
         "The password must be at least 12 characters. Enter your password: \nForgot password? Reset it at "
         "https://accounts.acme-corp.net/reset. A token is a unit of text; max tokens: 4096.\n")

@@ -58,6 +58,7 @@ NEGATIVE_FINDINGS: dict[str, list[tuple[str, str]]] = {
     "masked-output": [("connection-string-password", "redacted")],
     "docs-connection-strings": [("connection-string-password", "example")] * 3 + [("password-assignment", "example")],
     "docs-your-password-here": [("password-assignment", "redacted")],
+    "markup-without-values": [("password-name-value", "redacted")],  # <password>${env.X}</password>
     "compose-local-only": [("connection-string-password", "local-only"), ("password-assignment", "local-only")],
     "localhost-services": ([("connection-string-password", "local-only")]
                            + [("password-command-line", "local-only")] * 2),

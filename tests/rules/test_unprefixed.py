@@ -133,6 +133,27 @@ def _cases() -> list[Case]:
     ):
         p = pw(f"assign-{name}")
         add(Case(f"assign-{name}", template.format(p=p), "password-assignment", p))
+    # --- the same names as markup and name/value pairs (settings.xml, appSettings, k8s env, JSON lists)
+    for name, template in (
+        ("maven-settings", "<server>\n  <id>releases</id>\n  <username>deploy</username>\n"
+                           "  <password>{p}</password>\n</server>"),
+        ("dotnet-app-settings", '<add key="SmtpPassword" value="{p}" />'),
+        ("spring-property", '<property name="password" value="{p}"/>'),
+        ("properties-entry", '<entry key="db.password">{p}</entry>'),
+        ("k8s-env", "env:\n  - name: DB_HOST\n    value: pg.acme-corp.net\n  - name: DB_PASSWORD\n"
+                    "    value: \"{p}\"\n"),
+        ("ecs-environment", '"environment": [{{"name": "DB_PASSWORD", "value": "{p}"}}]'),
+        ("postman-environment", '{{"key": "admin_password", "value": "{p}", "enabled": true}}'),
+        ("setter-call", 'spark.conf.set("spark.datasource.password", "{p}")'),
+    ):
+        p = pw(f"pair-{name}")
+        add(Case(f"pair-{name}", template.format(p=p), "password-name-value", p))
+    add(Case("pair-k8s-secret-ref", "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n"
+                                    "      key: password\n"))
+    add(Case("pair-html-input", '<input type="password" name="password" value="">'))
+    add(Case("pair-json-schema", '{"name": "password", "type": "string", "required": true}'))
+    add(Case("pair-maven-variable", "<password>${env.NEXUS_PASSWORD}</password>", "password-name-value",
+             "${env.NEXUS_PASSWORD}", "redacted"))
     for name, template in (
         ("jwt-secret", "JWT_SECRET={s}"),
         ("django", "SECRET_KEY = '{s}'"),
@@ -146,9 +167,37 @@ def _cases() -> list[Case]:
         ("x-api-key-header", "requests.get(url, headers={{'X-API-Key': '{s}'}})"),
         ("cli-flag", "python deploy.py --api-key {s} --region eu-west-1"),
         ("cli-flag-quoted", 'modal deploy --client-secret "{s}"'),
+        ("go-short-declaration", 'api_key := "{s}"'),
+        ("subscription-key-header", 'curl -H "Ocp-Apim-Subscription-Key: {s}" https://api.acme-corp.net/translate'),
+        ("auth-key-header", 'curl -H "X-Auth-Key: {s}" https://api.cloudflare.com/client/v4/zones'),
+        ("master-key", "MEILI_MASTER_KEY={s}"),
+        ("upper-key-name", "AZURE_OPENAI_KEY={s}"),
     ):
         s = pw(f"generic-{name}", 40)
         add(Case(f"generic-{name}", template.format(s=s), "generic-secret-assignment", s))
+    key = "0x" + random.Random("unprefixed:wallet").randbytes(32).hex()
+    add(Case("generic-upper-private-key", f"PRIVATE_KEY={key}", "generic-secret-assignment", key))
+    for name, template in (
+        ("xml-element", "<apiKey>{s}</apiKey>"),
+        ("dotnet-app-settings", '<appSettings>\n  <add key="StripeApiKey" value="{s}" />\n</appSettings>'),
+        ("k8s-env", "env:\n- name: API_TOKEN\n  value: {s}\n"),
+        ("postman-environment", '{{"key": "api_key", "value": "{s}", "type": "secret", "enabled": true}}'),
+        ("environ-setdefault", 'os.environ.setdefault("SECRET_TOKEN", "{s}")'),
+        ("wordpress-define", "define('AUTH_KEY', '{s}');"),
+    ):
+        s = pw(f"pair-{name}", 40)
+        add(Case(f"secret-pair-{name}", template.format(s=s), "secret-name-value", s))
+    add(Case("pair-request-token-uuid", '<add key="RequestToken" value="6f1c2b7e-2d4a-4c7e-9b1a-0c2d3e4f5a6b" />'))
+    add(Case("pair-pagination", f'{{"name": "nextPageToken", "value": "{b64(pw("pair-page", 30))}"}}'))
+    add(Case("pair-openapi-scheme", '{"name": "api_key", "in": "header", "type": "apiKey"}'))
+    for name, text in (
+        ("cache-key", "CACHE_KEY=user:12345678:profile:v2"),
+        ("object-key", "S3_KEY=datasets/train/shard-00001-of-00100.parquet"),
+        ("site-key", "RECAPTCHA_SITE_KEY=6LcAbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+        ("key-path", "SSH_KEY=/home/dev/.ssh/id_ed25519_deploy_2024"),
+        ("go-getenv", 'api_key := os.Getenv("API_KEY")'),
+    ):
+        add(Case(f"upper-key-{name}", text))
     # --- placeholders, templates and code: reported non-blocking, or not at all
     add(Case("placeholder-changeme", 'DB_PASSWORD="changeme"', "password-assignment", "changeme", "example"))
     add(Case("placeholder-angle", "password: <password>", "password-assignment", "<password>", "redacted"))
@@ -230,7 +279,8 @@ def test_case(report, index):
     assert [(f.rule_id, f.location.column) for f in got] == [(case.rule, COLUMN)]
     [finding] = got
     kind = {"connection-string-password": "connection-string", "basic-auth-header": "connection-string",
-            "docker-config-auth": "connection-string", "generic-secret-assignment": "generic-secret"}.get(
+            "docker-config-auth": "connection-string", "generic-secret-assignment": "generic-secret",
+            "secret-name-value": "generic-secret"}.get(
         case.rule, "password")
     assert (finding.kind, str(finding.verdict)) == (kind, case.verdict), finding.detail
     assert finding.blocking == (case.verdict == "unverified")
@@ -245,7 +295,7 @@ def test_details_say_why_without_the_secret(report):
     assert finding.detail == "password for postgres (user svc) on db1.acme-corp.net (remote host)"
     for f in report.findings:
         for case in CASES:
-            if case.secret and len(case.secret) >= 8:
+            if case.secret and len(case.secret) >= 8 and case.verdict == "unverified":  # (a placeholder is markup)
                 assert case.secret not in f.detail + f.preview + f.context
 
 
