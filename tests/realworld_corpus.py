@@ -1468,6 +1468,8 @@ _KIND.update({
     "planetscale-token": "planetscale", "resend-api-key": "resend", "e2b-api-key": "e2b",
     "stripe-webhook-secret": "stripe", "bearer-token": "generic-secret", "azure-sas-token": "azure",
     "teams-webhook": "microsoft-teams", "npmrc-auth": "npm", "wireguard-private-key": "wireguard",
+    "nvidia-api-key": "nvidia", "rubygems-api-key": "rubygems", "nuget-api-key": "nuget",
+    "tencent-secret-id": "tencent", "okta-api-token": "okta", "zapier-webhook": "zapier",
 })
 
 def developer_services() -> list[Case]:
@@ -1509,6 +1511,22 @@ def developer_services() -> list[Case]:
     add("stripe-listen-output", "payments", "$ stripe listen --forward-to localhost:3000/api/webhooks\n"
         f"> Ready! You are using Stripe API Version [2024-06-20]. Your webhook signing secret is {wh} (^C to quit)",
         U("stripe-webhook-secret", wh))
+    nv = gen("nvapi", "nvapi-{{b64url:64}}")
+    add("nvidia-nim-notebook", "code",
+        'from openai import OpenAI\nclient = OpenAI(\n    base_url="https://integrate.api.nvidia.com/v1",\n'
+        f'    api_key="{nv}",\n)\n', U("nvidia-api-key", nv))
+    gem, nuget = gen("rubygems", "rubygems_{{hex:48}}"), gen("nuget", "oy2{{lower_alnum:43}}")
+    add("package-publish-keys", "ci",
+        f"$ cat ~/.gem/credentials\n---\n:rubygems_api_key: {gem}\n$ gem push pkg/acme-1.2.0.gem\n"
+        f"Pushing gem to https://rubygems.org...\n$ dotnet nuget push bin/Release/Acme.Core.2.1.0.nupkg -k {nuget} "
+        "-s https://api.nuget.org/v3/index.json\n", U("rubygems-api-key", gem), U("nuget-api-key", nuget))
+    akid, okta = gen("tencent", "AKID{{alnum:32}}"), gen("okta", "00{{b64url:40}}")
+    zap = gen("zapier", "{{digits:7}}/{{lower_alnum:7}}")
+    add("cloud-identity-and-hooks", "http",
+        f"cred = credential.Credential(\"{akid}\", os.environ[\"TENCENTCLOUD_SECRET_KEY\"])\n"
+        f"$ curl -s -H \"Authorization: SSWS {okta}\" https://acme.okta.com/api/v1/users?limit=2\n"
+        f"requests.post(\"https://hooks.zapier.com/hooks/catch/{zap}/\", json=lead)\n",
+        U("tencent-secret-id", akid), U("okta-api-token", okta), U("zapier-webhook", zap))
     sas = gen("azure-sas", "{{b64:43}}%3D")
     add("azure-sas-upload-url", "cloud",
         "$ az storage blob generate-sas --account-name acmedata -c datasets -n train-00000.parquet --permissions cw "
@@ -1560,6 +1578,10 @@ def developer_services() -> list[Case]:
     neg("bearer-to-the-local-api", "http",
         f"$ curl -s -X POST http://localhost:8000/api/v1/jobs -H \"Authorization: Bearer {gen('neg-local', '{{alnum:40}}')}\"\n"
         '{"id": 17, "status": "queued"}')
+    neg("registry-and-nim-look-alikes", "code",
+        "if os.environ.get('NVIDIA_API_KEY', '').startswith('nvapi-'):\n    pass\nrequire 'rubygems_plugin'\n"
+        "dotnet nuget push pkg.nupkg --api-key oy2...\nTENCENTCLOUD_SECRET_ID=AKIDxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"
+        'curl -H "Authorization: SSWS ${OKTA_API_TOKEN}" https://acme.okta.com/api/v1/users\n')
     neg("developer-service-look-alikes", "code",
         "x = 1//0  # ZeroDivisionError\nimport ssl\nctx = ssl.create_default_context()\n$ fc-list : family\n"
         "from e2b_code_interpreter import Sandbox\nfigd_token = os.environ['FIGMA_TOKEN']\n"

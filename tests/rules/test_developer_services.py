@@ -1,5 +1,6 @@
-"""More credential families (rules/developer-services.yaml, Stripe webhook secrets, Teams webhooks,
-.npmrc credentials, WireGuard keys, a Cloudinary URL) and opaque bearer tokens: each printed bare
+"""More credential families (rules/developer-services.yaml, Stripe webhook secrets, Teams and Zapier
+webhooks, .npmrc credentials, WireGuard keys, a Cloudinary URL, NVIDIA, RubyGems, NuGet, Tencent
+Cloud and Okta keys) and opaque bearer tokens: each printed bare
 by a command, not assigned to a name, so that its own rule must find it; at its exact span in a
 Parquet shard, JSON-escaped and base64-encoded; look-alikes not reported; a bearer header holding a
 token another rule knows reported once, by that rule."""
@@ -15,6 +16,7 @@ import pytest
 from shardscan.api import scan
 from shardscan.engine import ScanOptions
 from shardscan.model import Verdict
+from shardscan.ruleset import load_ruleset
 from shardscan.synth import expand
 from tests.conftest import FIXED_NOW
 from tests.rules.test_cloud_saas_credentials import Live, _by_row, _shard
@@ -55,6 +57,13 @@ LIVE = [
          "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}", "\n"),
     Live("wireguard-private-key", "$ sudo cat /etc/wireguard/wg0.conf\n[Interface]\nPrivateKey = ", "{{wireguard}}",
          "\nListenPort = 51820\n", Verdict.VALID),
+    Live("nvidia-api-key", "$ echo $NGC_API_KEY\n", "nvapi-{{b64url:64}}", "\n$ "),
+    Live("rubygems-api-key", "$ cat ~/.gem/credentials\n---\n:rubygems_api_key: ", "rubygems_{{hex:48}}", "\n"),
+    Live("nuget-api-key", "dotnet nuget push bin/Release/Acme.Core.2.1.0.nupkg -k ", "oy2{{lower_alnum:43}}",
+         " -s https://api.nuget.org/v3/index.json"),
+    Live("tencent-secret-id", "SecretId: ", "AKID{{alnum:32}}", "\n"),
+    Live("okta-api-token", 'curl -H "Authorization: SSWS ', "00{{b64url:40}}", '" https://acme.okta.com/api/v1/users'),
+    Live("zapier-webhook", "POST https://hooks.zapier.com/hooks/catch/", "{{digits:7}}/{{lower_alnum:7}}", "/ 200 OK"),
     Live("connection-string-password", "CLOUDINARY_URL=cloudinary://{{digits:15}}:", "{{b64url:27}}", "@acme-media"),
     Live("bearer-token", 'curl -sS -H "Authorization: Bearer ', "{{b64url:48}}", '" https://api.acme-corp.net/v1'),
     Live("bearer-token", "GET /v2/items HTTP/1.1\r\nauthorization: token ", "{{hex:40}}", "\r\n"),
@@ -73,6 +82,12 @@ QUIET = [
     "from e2b_code_interpreter import Sandbox",
     "$ fc-list : family | sort -u",
     "import ssl.SSLContext as ctx",
+    'assert nvapi_key.startswith("nvapi-"), f"{nvapi_key[:5]}... is not a valid key"',
+    'require "rubygems_plugin"',
+    "dotnet nuget push pkg.nupkg --api-key oy2...",
+    "TENCENTCLOUD_SECRET_ID=AKIDxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    'curl -H "Authorization: SSWS ${OKTA_API_TOKEN}" https://acme.okta.com/api/v1/users',
+    "ZAPIER_WEBHOOK_URL=https://hooks.zapier.com/hooks/catch/<account>/<hook>/",
     "re_compiled_pattern_for_whitespace_tokens = re.compile(r'\\s+')",
     'mapboxgl.accessToken = "pk.eyJ1IjoiZGV2IiwiYSI6{{b64url:24}}.{{b64url:22}}";',
     'curl -H "Authorization: Bearer $API_TOKEN" https://api.example.com',
@@ -91,8 +106,11 @@ def live_cells() -> list[tuple[str, str]]:
 
 
 def test_every_new_rule_has_a_live_cell():
-    rules = {case.rule for case in LIVE}
-    assert len(rules) == 29
+    developer_services = {rule.id for rule in load_ruleset().rules if rule.source.endswith("developer-services.yaml")}
+    others = {"stripe-webhook-secret", "teams-webhook", "zapier-webhook", "npmrc-auth", "wireguard-private-key",
+              "connection-string-password", "bearer-token", "nvidia-api-key", "rubygems-api-key", "nuget-api-key",
+              "tencent-secret-id", "okta-api-token"}
+    assert {case.rule for case in LIVE} == developer_services | others
 
 
 def test_live_cells_in_a_parquet_shard_block_at_their_exact_span(tmp_path, live_cells):
