@@ -1004,7 +1004,8 @@ _KIND.update({
     "connection-string-password": "connection-string", "basic-auth-header": "connection-string",
     "docker-config-auth": "connection-string", "password-assignment": "password", "password-command-line": "password",
     "netrc-password": "password", "pgpass-password": "password", "generic-secret-assignment": "generic-secret",
-    "password-name-value": "password", "secret-name-value": "generic-secret",
+    "password-name-value": "password", "secret-name-value": "generic-secret", "password-stdin-pipe": "password",
+    "password-auth-tuple": "password",
 })
 
 
@@ -1116,6 +1117,11 @@ def unprefixed_positives() -> list[Case]:
         "    - name: REDIS_PASSWORD\n      valueFrom:\n        secretKeyRef:\n          name: redis\n"
         "          key: password\n",
         U("password-name-value", a), U("secret-name-value", secret))
+    a, b = pw("ci-stdin"), pw("requests-auth")
+    add("ci-login-and-client-auth", "shell",
+        f"+ echo \"{a}\" | docker login -u ci --password-stdin registry.acme-corp.net\nLogin Succeeded\n"
+        f'>>> r = requests.get("https://jenkins.acme-corp.net/api/json", auth=("ops", "{b}"))\n>>> r.status_code\n200\n',
+        U("password-stdin-pipe", a), U("password-auth-tuple", b))
     secret = b64("azure-openai-key", 84, synth.ALNUM)
     add("dotenv-upper-key-names", "env",
         f"AZURE_OPENAI_ENDPOINT=https://acme-eu.openai.azure.com/\nAZURE_OPENAI_KEY={secret}\n"

@@ -100,6 +100,23 @@ def _cases() -> list[Case]:
     add(Case("docker-login", f"docker login --username ci --password {p} registry.acme-corp.net",
              "password-command-line", p))
     add(Case("docker-login-stdin", "echo $TOKEN | docker login -u ci --password-stdin ghcr.io"))
+    p = pw("stdin-pipe")
+    add(Case("docker-login-stdin-literal", f'echo "{p}" | docker login -u ci --password-stdin registry.acme-corp.net',
+             "password-stdin-pipe", p))
+    p = pw("helm-stdin")
+    add(Case("helm-registry-login-stdin", f"echo -n '{p}' | helm registry login ghcr.io -u bot --password-stdin",
+             "password-stdin-pipe", p))
+    # --- HTTP basic auth in code
+    p = pw("requests-auth")
+    add(Case("requests-auth-tuple", f'requests.get("https://jenkins.acme-corp.net/api/json", auth=("ops", "{p}"))',
+             "password-auth-tuple", p))
+    p = pw("es-basic-auth")
+    add(Case("elasticsearch-basic-auth",
+             f'Elasticsearch("https://es.acme-corp.net:9200", basic_auth=("elastic", "{p}"))',
+             "password-auth-tuple", p))
+    p = pw("basic-auth-class")
+    add(Case("http-basic-auth-class", f'session.auth = HTTPBasicAuth("svc-reports", "{p}")', "password-auth-tuple", p))
+    add(Case("auth-tuple-variables", "requests.get(url, auth=(user, password))"))
     # --- htpasswd (hashes are not reported), .netrc, .pgpass, Docker config.json auth
     add(Case("htpasswd-bcrypt", "admin:$2y$05$" + "Qm9vdHN0cmFwQ29uZmlnVGhhdElzTm90QVNlY3JldA12345678.abc"))
     p = pw("netrc")
