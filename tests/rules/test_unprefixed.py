@@ -171,7 +171,7 @@ def _cases() -> list[Case]:
     add(Case("pair-json-schema", '{"name": "password", "type": "string", "required": true}'))
     add(Case("pair-maven-variable", "<password>${env.NEXUS_PASSWORD}</password>", "password-name-value",
              "${env.NEXUS_PASSWORD}", "redacted"))
-    for name, template in (
+    assignments = (
         ("jwt-secret", "JWT_SECRET={s}"),
         ("django", "SECRET_KEY = '{s}'"),
         ("client-secret", '{{"client_secret": "{s}"}}'),
@@ -189,21 +189,23 @@ def _cases() -> list[Case]:
         ("auth-key-header", 'curl -H "X-Auth-Key: {s}" https://api.cloudflare.com/client/v4/zones'),
         ("master-key", "MEILI_MASTER_KEY={s}"),
         ("upper-key-name", "AZURE_OPENAI_KEY={s}"),
-    ):
-        s = pw(f"generic-{name}", 40)
-        add(Case(f"generic-{name}", template.format(s=s), "generic-secret-assignment", s))
-    key = "0x" + random.Random("unprefixed:wallet").randbytes(32).hex()
-    add(Case("generic-upper-private-key", f"PRIVATE_KEY={key}", "generic-secret-assignment", key))
-    for name, template in (
+    )
+    # The same names as markup and name/value pairs.
+    pairs = (
         ("xml-element", "<apiKey>{s}</apiKey>"),
         ("dotnet-app-settings", '<appSettings>\n  <add key="StripeApiKey" value="{s}" />\n</appSettings>'),
         ("k8s-env", "env:\n- name: API_TOKEN\n  value: {s}\n"),
         ("postman-environment", '{{"key": "api_key", "value": "{s}", "type": "secret", "enabled": true}}'),
         ("environ-setdefault", 'os.environ.setdefault("SECRET_TOKEN", "{s}")'),
         ("wordpress-define", "define('AUTH_KEY', '{s}');"),
-    ):
-        s = pw(f"pair-{name}", 40)
-        add(Case(f"secret-pair-{name}", template.format(s=s), "secret-name-value", s))
+    )
+    for prefix, rule, table in (("generic", "generic-secret-assignment", assignments),
+                                ("secret-pair", "secret-name-value", pairs)):
+        for name, template in table:
+            s = pw(f"{prefix}-{name}", 40)
+            add(Case(f"{prefix}-{name}", template.format(s=s), rule, s))
+    key = "0x" + random.Random("unprefixed:wallet").randbytes(32).hex()
+    add(Case("generic-upper-private-key", f"PRIVATE_KEY={key}", "generic-secret-assignment", key))
     add(Case("pair-request-token-uuid", '<add key="RequestToken" value="6f1c2b7e-2d4a-4c7e-9b1a-0c2d3e4f5a6b" />'))
     add(Case("pair-pagination", f'{{"name": "nextPageToken", "value": "{b64(pw("pair-page", 30))}"}}'))
     add(Case("pair-openapi-scheme", '{"name": "api_key", "in": "header", "type": "apiKey"}'))
