@@ -10,8 +10,10 @@ into merged windows of whole lines and widens a window only where the text prove
   read whole or not at all, so that no rule sees a boundary the cell does not have);
 - over the lines of a token a terminal wrapped, after a token keyword's hit (whose reach is
   otherwise short: what its rules report begins at the keyword);
-- over the neighbouring lines of a wrapped base64 block (lines of base64 characters only);
-- to the ``-----END`` marker of a PEM block that starts inside it.
+- over the neighbouring lines of a wrapped base64 block (lines of base64 characters only, and
+  the block's last line however short);
+- to the ``-----END`` marker of a PEM block that starts inside it, and past the private lines of
+  a PuTTY key file whose header is inside it.
 
 Whenever the windows cannot be trusted to cover everything or would not help (no Hyperscan,
 text that is not valid UTF-8, more hits than :data:`MAX_HITS`, a cell longer than
@@ -77,6 +79,8 @@ _BODY_FOLLOWS = re.compile(
     r"|(?:Proc-Type|DEK-Info|Comment):[^\n]*)*[A-Za-z0-9+/=]{16}"
 )
 _PEM_END = "-----END"
+_PPK_HEADER = "PuTTY-User-Key-File-"
+_PPK_PRIVATE = "Private-Lines:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +219,7 @@ def windows(text: str, ends: list[int], token_ends: frozenset[int] = frozenset()
         hi = _pem_end(text, lo, hi)
         if hi < 0:
             return None
+        hi = _ppk_end(text, lo, hi)
         if out and lo <= out[-1].end:
             out[-1] = Window(out[-1].start, max(out[-1].end, hi))
         else:
@@ -338,6 +343,12 @@ def _is_b64_line(line: str) -> bool:
     return len(body) >= 16 and not set(body) - _B64_LINE
 
 
+def _is_b64_tail(line: str) -> bool:
+    """The last line of a wrapped base64 block: 1 to 15 base64 characters (see :func:`_is_b64_line`)."""
+    body = line.strip().strip("\"',").removesuffix("\\n").removesuffix("\\r")
+    return 0 < len(body) < 16 and not set(body) - _B64_LINE
+
+
 def _wrapped_block(text: str, lo: int, hi: int, floor: int = 0) -> tuple[int, int]:
     """Widen ``[lo, hi)`` over the base64 lines next to it, when it starts or ends inside a wrapped block.
 
@@ -345,12 +356,16 @@ def _wrapped_block(text: str, lo: int, hi: int, floor: int = 0) -> tuple[int, in
     :data:`MAX_BLOCK` characters either way, and backwards not past ``floor`` (covered already).
     """
     limit_lo, limit_hi = max(floor, lo - MAX_BLOCK), min(len(text), hi + MAX_BLOCK)
-    # Forward: while the next line is base64.
+    # Forward: while the next line is base64, and then a block's last line, however short (a .ppk
+    # file's private lines end with one, and no END marker follows them).
+    widened = hi > limit_lo and _is_b64_line(text[_prev_break(text, hi, limit_lo):hi])
     while hi < limit_hi:
         nxt = _next_break(text, hi, limit_hi)
         if not _is_b64_line(text[hi:nxt]):
+            if widened and _is_b64_tail(text[hi:nxt]):
+                hi = nxt
             break
-        hi = nxt
+        hi, widened = nxt, True
     while lo > limit_lo:
         prev = _prev_break(text, lo, limit_lo)
         if not _is_b64_line(text[prev:lo]):
@@ -400,6 +415,26 @@ def _pem_end(text: str, lo: int, hi: int) -> int:
             if end + len(_PEM_END) > hi:
                 out = max(out, _line_end(text, end + len(_PEM_END)))
         begin = text.find(_PEM_BEGIN, begin + len(_PEM_BEGIN), hi)
+    return out
+
+
+def _ppk_end(text: str, lo: int, hi: int) -> int:
+    """``hi``, or past the private lines of each PuTTY key file whose header begins in ``[lo, hi)``.
+
+    A .ppk has no END marker: its public lines, then a ``Private-Lines:`` header and that many
+    base64 lines. A key of 8192 bits or more has public lines longer than a window's reach, and
+    the wrapped-block widening stops at the ``Private-Lines:`` line, so the header alone decides.
+    Looked for at most :data:`MAX_BLOCK` characters past the window; the block's lines are read
+    as :func:`_wrapped_block` reads them.
+    """
+    out = hi
+    begin = text.find(_PPK_HEADER, lo, hi)
+    while begin >= 0:
+        private = text.find(_PPK_PRIVATE, begin, min(len(text), hi + MAX_BLOCK))
+        if private >= 0:
+            _, end = _wrapped_block(text, private, _next_break(text, private, len(text)))
+            out = max(out, end)
+        begin = text.find(_PPK_HEADER, begin + len(_PPK_HEADER), hi)
     return out
 
 

@@ -151,6 +151,67 @@ def private_key_pem(kind: str = "rsa", seed: int = 0) -> str:
     return data.decode()
 
 
+def ssh_string(data: bytes) -> bytes:
+    """``data`` as an SSH wire-format string (RFC 4251): a big-endian uint32 length, then the bytes."""
+    return len(data).to_bytes(4, "big") + data
+
+
+def ssh_mpint(value: int) -> bytes:
+    """A non-negative integer as an SSH wire-format mpint (RFC 4251)."""
+    data = value.to_bytes(value.bit_length() // 8 + 1, "big")  # a leading zero byte keeps it positive
+    return ssh_string(data)
+
+
+def ppk_lines(blob: bytes) -> list[str]:
+    """``blob`` in base64, cut into the 64-character lines of a .ppk file."""
+    text = base64.b64encode(blob).decode()
+    return [text[i:i + 64] for i in range(0, len(text), 64)]
+
+
+@lru_cache(maxsize=16)
+def putty_private_key(kind: str = "ed25519", seed: int = 0) -> str:
+    """A PuTTY .ppk (version 3) key file generated with ``cryptography``: ``ed25519``, ``rsa``,
+    ``rsa4096`` or ``ec`` unencrypted; ``encrypted`` (random private lines under aes256-cbc);
+    ``invented`` (a real public half with random private lines, as a model writes one)."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
+
+    rng = random.Random(f"ppk:{kind}:{seed}")
+    if kind in ("ed25519", "encrypted", "invented"):
+        ed_key = ed25519.Ed25519PrivateKey.generate()
+        algorithm = "ssh-ed25519"
+        public = ssh_string(b"ssh-ed25519") + ssh_string(ed_key.public_key().public_bytes(Encoding.Raw,
+                                                                                             PublicFormat.Raw))
+        private = ssh_string(ed_key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
+    elif kind in ("rsa", "rsa4096"):
+        rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=4096 if kind == "rsa4096" else 2048)
+        numbers = rsa_key.private_numbers()
+        algorithm = "ssh-rsa"
+        public = ssh_string(b"ssh-rsa") + ssh_mpint(numbers.public_numbers.e) + ssh_mpint(numbers.public_numbers.n)
+        private = b"".join(ssh_mpint(v) for v in (numbers.d, numbers.p, numbers.q, numbers.iqmp))
+    elif kind == "ec":
+        ec_key = ec.generate_private_key(ec.SECP256R1())
+        algorithm = "ecdsa-sha2-nistp256"
+        public = (ssh_string(b"ecdsa-sha2-nistp256") + ssh_string(b"nistp256")
+                  + ssh_string(ec_key.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)))
+        private = ssh_mpint(ec_key.private_numbers().private_value)
+    else:
+        raise ValueError(f"unknown PuTTY key kind {kind!r}")
+    if kind in ("encrypted", "invented"):
+        private = rng.randbytes(48 if kind == "encrypted" else len(private))
+        if kind == "invented":
+            private = ssh_string(private[4:36])
+    encryption = "aes256-cbc" if kind == "encrypted" else "none"
+    lines = [f"PuTTY-User-Key-File-3: {algorithm}", f"Encryption: {encryption}", f"Comment: {kind}-key-20240101",
+             f"Public-Lines: {len(ppk_lines(public))}", *ppk_lines(public)]
+    if kind == "encrypted":
+        lines += ["Key-Derivation: Argon2id", "Argon2-Memory: 8192", "Argon2-Passes: 21", "Argon2-Parallelism: 1",
+                  f"Argon2-Salt: {rng.randbytes(16).hex()}"]
+    lines += [f"Private-Lines: {len(ppk_lines(private))}", *ppk_lines(private),
+              f"Private-MAC: {rng.randbytes(32).hex()}"]
+    return "\n".join(lines)
+
+
 def _pem_single_line(pem: str) -> str:
     return pem.strip().replace("\n", "\\n")
 
@@ -195,6 +256,7 @@ GENERATORS: dict[str, Generator] = {
     "pem_numbered": lambda rng, arg: _numbered(private_key_pem(arg or "rsa")),
     "pem_head_numbered": lambda rng, arg: _numbered(_pem_head(arg)),
     "pem_compose_logs": lambda rng, arg: _compose_logs(private_key_pem(arg or "rsa").strip()),
+    "ppk": lambda rng, arg: putty_private_key(arg or "ed25519"),
 }
 
 

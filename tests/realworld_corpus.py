@@ -260,6 +260,7 @@ _KIND = {
     "anthropic-admin-key": "anthropic", "anthropic-oauth-token": "anthropic", "aws-access-key-id": "aws",
     "aws-secret-access-key": "aws",
     "jwt": "jwt", "jwe": "jwt", "private-key": "private-key", "private-key-truncated": "private-key",
+    "putty-private-key": "private-key",
 }
 
 
@@ -426,6 +427,9 @@ def positives() -> list[Case]:
     # private keys: every type, every wrapping
     key = pem("ed25519-openssh")
     add("cat-id-ed25519", "pem", f"$ cat ~/.ssh/id_ed25519\n{key}\n$ ", E("private-key", key))
+    ppk = synth.putty_private_key("rsa", seed=5)
+    add("putty-ppk-file", "pem", f"PS C:\\Users\\dev> Get-Content .\\deploy.ppk\n{ppk}\nPS C:\\Users\\dev> ",
+        E("putty-private-key", ppk[: ppk.index("\nPrivate-MAC")]))
     key = pem("rsa-pkcs8")
     add("openssl-genrsa", "pem", f"$ openssl genrsa 2048\n{key}\n", E("private-key", key))
     key = pem("rsa-pkcs1")

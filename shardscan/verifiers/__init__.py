@@ -33,6 +33,7 @@ from shardscan.verifiers.onepassword import check_onepassword
 from shardscan.verifiers.openai import check_openai
 from shardscan.verifiers.placeholder import check_placeholder, dictionary, leading_placeholder
 from shardscan.verifiers.private_key import check_private_key
+from shardscan.verifiers.putty import check_putty_key
 from shardscan.verifiers.pypi import check_pypi
 from shardscan.verifiers.sentry import check_sentry
 from shardscan.verifiers.sk_key import check_sk_key
@@ -77,6 +78,7 @@ VERIFIERS: dict[str, Verifier] = {
     "bearer-token": check_bearer_token,
     "npmrc": check_npmrc,
     "wireguard": check_wireguard,
+    "putty-key": check_putty_key,
 }
 
 ALWAYS_FIRST: tuple[str, ...] = ("example", "placeholder")

@@ -96,6 +96,31 @@ def test_a_wrapped_base64_block_is_read_whole(ruleset, monkeypatch) -> None:
     assert windowed.scan_text(text)[0] == found_whole
 
 
+@pytest.mark.parametrize("after", [200, 256, 300, 400, 512, 700])
+def test_a_putty_key_longer_than_the_window_is_read_to_its_last_short_line(ruleset, monkeypatch, after) -> None:
+    """A .ppk's private lines end in a short line and no END marker: the window takes that line too,
+    wherever the window's own reach ends inside the block."""
+    whole, windowed = scanners(ruleset)
+    monkeypatch.setattr(hit_windows, "AFTER", after)
+    monkeypatch.setattr(hit_windows, "BEFORE", 128)
+    key = synth.putty_private_key("rsa4096")
+    assert len(key.split("\nPrivate-MAC")[0].rsplit("\n", 1)[1]) < 16  # its private lines end short
+    text = padded(f"$ cat deploy.ppk\n{key}")
+    found_whole, _ = whole.scan_text(text)
+    assert [(f.rule_id, str(f.verdict)) for f in found_whole] == [("putty-private-key", "valid")]
+    assert windowed.scan_text(text)[0] == found_whole
+
+
+def test_a_wrapped_blocks_last_short_line_joins_a_window_that_ends_before_it() -> None:
+    lines = ["A" * 64, "B" * 64, "C" * 64, "Dx=="]
+    text = "Private-Lines: 4\n" + "\n".join(lines) + "\nPrivate-MAC: 00\n"
+    before_last = text.index("Dx==")
+    assert hit_windows._wrapped_block(text, 0, before_last) == (0, before_last + len("Dx==\n"))
+    # Prose after a window is no block's last line.
+    prose = "Private-Lines: 4\nok\n"
+    assert hit_windows._wrapped_block(prose, 0, prose.index("ok")) == (0, prose.index("ok"))
+
+
 @pytest.mark.slow
 def test_the_realworld_corpus_gives_the_same_findings_inside_long_cells(ruleset) -> None:
     """Every case of the precision corpus, buried in a long cell: windows change no finding."""
