@@ -257,8 +257,12 @@ def _not_generated(value: str, label: str, name: str | None = None) -> Verificat
 
 
 def check_generic_secret(candidate: Candidate, _context: VerifyContext) -> Verification | None:
-    """A value assigned to a secret, token or API-key name: reported when it looks generated."""
+    """A value assigned to a secret, token or API-key name: reported when it looks generated; a
+    URL's query parameter (``?token=…``) is judged for the URL's host, so a notebook server's
+    token on ``127.0.0.1`` is ``local-only``."""
     name = safe_text(candidate.group("name") or "a secret name", 40)
+    if candidate.group("host"):
+        return _token_for_host(candidate.secret, f"value of {name}", candidate.group("host"))
     return _not_generated(candidate.secret, f"value of {name}", candidate.group("name")) or Verification(
         Verdict.UNVERIFIED, f"high-entropy value assigned to {name}; no offline check"
     )

@@ -204,6 +204,14 @@ def _cases() -> list[Case]:
         for name, template in table:
             s = pw(f"{prefix}-{name}", 40)
             add(Case(f"{prefix}-{name}", template.format(s=s), rule, s))
+    # A URL's query parameter is judged for the URL's host: a notebook server's own token is local-only.
+    token = random.Random("unprefixed:jupyter").randbytes(24).hex()
+    add(Case("jupyter-server-token", "[I ServerApp] Jupyter Server is running at:\n[I ServerApp] "
+             f"http://f3a9c2e1b7d4:8888/lab?token={token}\n[I ServerApp]     http://127.0.0.1:8888/lab?token={token}",
+             "generic-secret-assignment", token, "local-only"))
+    s = pw("query-token", 40)
+    add(Case("remote-query-token", f'curl "https://api.acme-corp.net/v1/export?format=csv&token={s}"',
+             "generic-secret-assignment", s))
     key = "0x" + random.Random("unprefixed:wallet").randbytes(32).hex()
     add(Case("generic-upper-private-key", f"PRIVATE_KEY={key}", "generic-secret-assignment", key))
     add(Case("pair-request-token-uuid", '<add key="RequestToken" value="6f1c2b7e-2d4a-4c7e-9b1a-0c2d3e4f5a6b" />'))
