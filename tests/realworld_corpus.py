@@ -1480,6 +1480,7 @@ _KIND.update({
     "teams-webhook": "microsoft-teams", "npmrc-auth": "npm", "wireguard-private-key": "wireguard",
     "nvidia-api-key": "nvidia", "rubygems-api-key": "rubygems", "nuget-api-key": "nuget",
     "tencent-secret-id": "tencent", "okta-api-token": "okta", "zapier-webhook": "zapier",
+    "laravel-app-key": "laravel",
 })
 
 def developer_services() -> list[Case]:
@@ -1521,6 +1522,9 @@ def developer_services() -> list[Case]:
     add("stripe-listen-output", "payments", "$ stripe listen --forward-to localhost:3000/api/webhooks\n"
         f"> Ready! You are using Stripe API Version [2024-06-20]. Your webhook signing secret is {wh} (^C to quit)",
         U("stripe-webhook-secret", wh))
+    app_key = gen("laravel", "base64:{{b64:43}}=")
+    add("laravel-dotenv", "env", f"$ cat .env\nAPP_NAME=Shop\nAPP_ENV=production\nAPP_KEY={app_key}\nAPP_DEBUG=false\n"
+        "APP_URL=https://shop.acme-corp.net\n", U("laravel-app-key", app_key))
     nv = gen("nvapi", "nvapi-{{b64url:64}}")
     add("nvidia-nim-notebook", "code",
         'from openai import OpenAI\nclient = OpenAI(\n    base_url="https://integrate.api.nvidia.com/v1",\n'

@@ -101,6 +101,7 @@ def test_corpus_covers_every_kind_and_place(cases):
     assert kinds >= {
         "google-oauth", "tailscale", "figma", "firecrawl", "sonarqube", "sourcegraph", "buildkite", "neon",
         "planetscale", "resend", "e2b", "nvidia", "rubygems", "nuget", "tencent", "okta", "zapier",
+        "laravel",
     }
     names = [c.name for c in cases]
     assert len(names) == len(set(names))

@@ -98,6 +98,7 @@ KIND_NAMES: dict[str, str] = {
     "notion": "Notion integration tokens",
     "linear": "Linear API keys",
     "okta": "Okta API tokens",
+    "laravel": "Laravel application keys",
     "postman": "Postman API keys",
     "sentry": "Sentry tokens and DSNs",
     "newrelic": "New Relic keys",
