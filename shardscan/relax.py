@@ -118,11 +118,21 @@ def literal_alternation(words: Iterable[str]) -> str:
     return "(?:" + "|".join("".join(_char(ord(c)) for c in word) for word in words) + ")"
 
 
+# A named group's opening (``(?P<name>`` or the ``regex`` module's ``(?<name>``), not escaped.
+_NAMED_GROUP = re.compile(r"(?<!\\)\(\?P?<(?=[A-Za-z_])[A-Za-z_][A-Za-z0-9_]*>")
+
+
 @lru_cache(maxsize=256)
 def _trimmed(source: str) -> tuple[list[Any], int]:
     """The parsed pattern's trimmed top-level sequence and its flags (parsed once for both forms;
-    nothing downstream modifies them)."""
-    parsed = _parser.parse(source)
+    nothing downstream modifies them).
+
+    Named groups are read as plain groups: the relaxed pattern captures nothing, and the
+    ``regex`` module lets alternatives reuse a name (each way of writing a pair captures its own
+    ``secret``), which ``re``'s parser refuses. A back-reference to a name then fails to parse:
+    such a pattern is not relaxed, as before.
+    """
+    parsed = _parser.parse(_NAMED_GROUP.sub("(?:", source))
     return _trim(parsed.data, parsed.state), parsed.state.flags
 
 

@@ -91,6 +91,16 @@ def test_unrelaxable_patterns_get_no_gate(source):
     assert relax(source) is None
 
 
+def test_alternatives_that_reuse_a_group_name_are_relaxed():
+    """The regex module lets each alternative capture its own ``secret``; ``re``'s parser does not,
+    so the gate reads named groups as plain ones (a back-reference to a name stays unrelaxable)."""
+    relaxed = relax(r"(?x) (?: <pw> (?P<secret> [a-z]{4} ) </pw> | pw= (?P<secret> [0-9]{4} ) )")
+    assert relaxed is not None
+    assert _re2(["<pw>abcd</pw>", "pw=1234", "pw=abcd", "<pw>1234</pw>"], relaxed) == [True, True, False, False]
+    assert relax(r"(?P<q>[\"'])x(?P=q)") is None
+    assert relax(r"\(?P<x>y") is not None  # an escaped parenthesis opens no group
+
+
 def test_case_insensitive_scopes_are_kept():
     relaxed = relax(r"(?x) (?i: secret_?key ) \s* = \s* (?P<secret> [A-Z]{4} )")
     assert _re2(["SECRET_KEY = ABCD", "Secret_Key=ABCD", "secret_key = abcd", "secretkey=AB"], relaxed) == [
