@@ -1009,7 +1009,7 @@ _KIND.update({
     "docker-config-auth": "connection-string", "password-assignment": "password", "password-command-line": "password",
     "netrc-password": "password", "pgpass-password": "password", "generic-secret-assignment": "generic-secret",
     "password-name-value": "password", "secret-name-value": "generic-secret", "password-stdin-pipe": "password",
-    "password-auth-tuple": "password",
+    "password-auth-tuple": "password", "secret-set-command": "generic-secret",
 })
 
 
@@ -1121,6 +1121,13 @@ def unprefixed_positives() -> list[Case]:
         "    - name: REDIS_PASSWORD\n      valueFrom:\n        secretKeyRef:\n          name: redis\n"
         "          key: password\n",
         U("password-name-value", a), U("secret-name-value", secret))
+    a, b, c = pw("az-sp"), b64("gh-secret", 40, synth.ALNUM), pw("tf-variable")
+    add("cloud-setup-session", "shell",
+        f"$ az login --service-principal -u 7f3e2a10-4b5c-4d6e-8f90-a1b2c3d4e5f6 -p {a} --tenant acme.onmicrosoft.com\n"
+        f'[{{"cloudName": "AzureCloud", "state": "Enabled"}}]\n$ gh secret set DEPLOY_HOOK --repo acme/shop --body "{b}"\n'
+        f'✓ Set Actions secret DEPLOY_HOOK for acme/shop\n$ cat variables.tf\nvariable "db_password" {{\n'
+        f'  type      = string\n  sensitive = true\n  default   = "{c}"\n}}\n',
+        U("password-command-line", a), U("secret-set-command", b), U("password-name-value", c))
     a, b = pw("ci-stdin"), pw("requests-auth")
     add("ci-login-and-client-auth", "shell",
         f"+ echo \"{a}\" | docker login -u ci --password-stdin registry.acme-corp.net\nLogin Succeeded\n"

@@ -55,6 +55,7 @@ LIVE = [
          "/IncomingWebhook/{{hex:32}}/{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}"),
     Live("npmrc-auth", "$ cat ~/.npmrc\n//registry.npmjs.org/:_authToken=",
          "{{hex:8}}-{{hex:4}}-4{{hex:3}}-a{{hex:3}}-{{hex:12}}", "\n"),
+    Live("npmrc-auth", "npm config set //npm.pkg.acme-corp.net/:_authToken ", "{{b64:64}}", "\n"),
     Live("wireguard-private-key", "$ sudo cat /etc/wireguard/wg0.conf\n[Interface]\nPrivateKey = ", "{{wireguard}}",
          "\nListenPort = 51820\n", Verdict.VALID),
     Live("laravel-app-key", "$ php artisan key:generate --show\n", "base64:{{b64:43}}=", "\n"),

@@ -100,6 +100,15 @@ def _cases() -> list[Case]:
     add(Case("docker-login", f"docker login --username ci --password {p} registry.acme-corp.net",
              "password-command-line", p))
     add(Case("docker-login-stdin", "echo $TOKEN | docker login -u ci --password-stdin ghcr.io"))
+    p = pw("az-login")
+    add(Case("az-login-service-principal", "az login --service-principal -u 7f3e2a10-4b5c-4d6e-8f90-a1b2c3d4e5f6 "
+             f"-p {p} --tenant acme.onmicrosoft.com", "password-command-line", p))
+    p = pw("twine")
+    add(Case("twine-upload-p", f"twine upload -u deploy -p {p} --repository-url https://pypi.acme-corp.net/ dist/*",
+             "password-command-line", p))
+    p = pw("smbclient")
+    add(Case("smbclient-user-percent", f"smbclient //fs.acme-corp.net/share -U svc%{p} -c ls", "password-command-line",
+             p))
     p = pw("stdin-pipe")
     add(Case("docker-login-stdin-literal", f'echo "{p}" | docker login -u ci --password-stdin registry.acme-corp.net',
              "password-stdin-pipe", p))
@@ -165,6 +174,9 @@ def _cases() -> list[Case]:
     ):
         p = pw(f"pair-{name}")
         add(Case(f"pair-{name}", template.format(p=p), "password-name-value", p))
+    p = pw("terraform-variable")
+    add(Case("terraform-variable-default", f'variable "db_password" {{\n  type      = string\n  sensitive = true\n'
+             f'  default   = "{p}"\n}}', "password-name-value", p))
     add(Case("pair-k8s-secret-ref", "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n"
                                     "      key: password\n"))
     add(Case("pair-html-input", '<input type="password" name="password" value="">'))
@@ -214,6 +226,17 @@ def _cases() -> list[Case]:
              "generic-secret-assignment", s))
     key = "0x" + random.Random("unprefixed:wallet").randbytes(32).hex()
     add(Case("generic-upper-private-key", f"PRIVATE_KEY={key}", "generic-secret-assignment", key))
+    # --- values handed to a command that stores secrets: a secret whatever its name
+    for name, template in (
+        ("gh-secret-set", 'gh secret set DEPLOY_HOOK --repo acme/shop --body "{s}"'),
+        ("fly-secrets-set", "fly secrets set LOG_LEVEL=info SESSION_SALT={s} -a shop-api"),
+        ("kubectl-from-literal", "kubectl create secret generic upstream --from-literal=CLIENT_ID=shop "
+                                 "--from-literal=CLIENT_CRED={s}"),
+    ):
+        s = pw(f"secret-set-{name}", 40)
+        add(Case(f"secret-set-{name}", template.format(s=s), "secret-set-command", s))
+    add(Case("secret-set-variable", 'gh secret set API_TOKEN --body "$API_TOKEN"'))
+    add(Case("secret-set-plain-settings", "fly secrets set LOG_LEVEL=info FEATURE_FLAGS=search,checkout"))
     add(Case("pair-request-token-uuid", '<add key="RequestToken" value="6f1c2b7e-2d4a-4c7e-9b1a-0c2d3e4f5a6b" />'))
     add(Case("pair-pagination", f'{{"name": "nextPageToken", "value": "{b64(pw("pair-page", 30))}"}}'))
     add(Case("pair-openapi-scheme", '{"name": "api_key", "in": "header", "type": "apiKey"}'))
@@ -307,7 +330,7 @@ def test_case(report, index):
     [finding] = got
     kind = {"connection-string-password": "connection-string", "basic-auth-header": "connection-string",
             "docker-config-auth": "connection-string", "generic-secret-assignment": "generic-secret",
-            "secret-name-value": "generic-secret"}.get(
+            "secret-name-value": "generic-secret", "secret-set-command": "generic-secret"}.get(
         case.rule, "password")
     assert (finding.kind, str(finding.verdict)) == (kind, case.verdict), finding.detail
     assert finding.blocking == (case.verdict == "unverified")
