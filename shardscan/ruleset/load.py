@@ -25,6 +25,7 @@ Fail = Callable[[str], ConfigError]
 
 _ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _VERDICTS: tuple[str, ...] = tuple(str(v) for v in Verdict)
+MIN_KEYWORD = 3
 _REQUIRED = ("id", "kind", "name", "description", "severity", "keywords", "pattern")
 _OPTIONAL = (
     "min_entropy", "stopwords", "verify", "examples", "negative_examples", "references", "token_keywords",
@@ -153,6 +154,10 @@ def compile_rule(raw: Any, label: str, index: int = 0) -> Rule:
     if raw["severity"] not in SEVERITIES:
         raise fail(f"'severity' must be one of {', '.join(SEVERITIES)}")
     keywords = _string_list(raw, "keywords", fail, required=True)
+    # A keyword is also what decides whether decoded bytes are searched and a rule runs on a text:
+    # two characters occur by chance in any few kilobytes of binary data or prose.
+    if short := [k for k in keywords if len(k) < MIN_KEYWORD]:
+        raise fail(f"keywords must be at least {MIN_KEYWORD} characters long (not: {', '.join(map(repr, short))})")
     stopwords = _string_list(raw, "stopwords", fail)
     token_start = _string_list(raw, "token_keywords", fail)
     if stray := [k for k in token_start if k not in keywords]:

@@ -240,6 +240,7 @@ def test_valid_user_rule_file_loads(tmp_path):
         ({"verify": ["acme-online-check"]}, "acme-token: unknown verifier 'acme-online-check' (known: "),
         ({"severity": "urgent"}, "acme-token: 'severity' must be one of critical, high, medium, low, info"),
         ({"keywords": []}, "acme-token: 'keywords' must not be empty"),
+        ({"keywords": ["acme_", "az"]}, "acme-token: keywords must be at least 3 characters long (not: 'az')"),
         ({"min_entropy": 12}, "acme-token: 'min_entropy' must be a number between 0 and 8"),
         ({"examples": ["token=nothing here"]}, "acme-token: example 'token=nothing here' contains none of the rule's "
                                                "keywords"),
@@ -253,7 +254,7 @@ def test_valid_user_rule_file_loads(tmp_path):
          "acme_)"),
     ],
     ids=["missing-pattern", "missing-keywords", "missing-description", "bad-id", "no-id", "bad-regex",
-         "no-secret-group", "unknown-verifier", "bad-severity", "empty-keywords", "bad-entropy",
+         "no-secret-group", "unknown-verifier", "bad-severity", "empty-keywords", "short-keyword", "bad-entropy",
          "example-without-keyword", "backtracking", "unknown-keys", "stray-token-keyword", "stray-context-keyword",
          "token-and-context-keyword"],
 )
