@@ -119,7 +119,7 @@ def literal_alternation(words: Iterable[str]) -> str:
 
 
 # A named group's opening (``(?P<name>`` or the ``regex`` module's ``(?<name>``), not escaped.
-_NAMED_GROUP = re.compile(r"(?<!\\)\(\?P?<(?=[A-Za-z_])[A-Za-z_][A-Za-z0-9_]*>")
+_NAMED_GROUP = re.compile(r"(?<!\\)\(\?P?<[A-Za-z_][A-Za-z0-9_]*>")
 
 
 @lru_cache(maxsize=256)

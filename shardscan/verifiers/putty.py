@@ -111,7 +111,10 @@ def _matches(key: PuttyKey) -> bool:
     private = _strings(key.private[: _padded_end(key.private)])
     algorithm = public[0].decode("ascii", "replace")
     if algorithm == "ssh-ed25519":
-        derived = ed25519.Ed25519PrivateKey.from_private_bytes(private[0][:32]).public_key()
+        # PuTTY writes the 32-byte seed as a little-endian integer's bytes: a seed ending in zero
+        # bytes comes out shorter.
+        seed = private[0].ljust(32, b"\0") if len(private[0]) <= 32 else b""
+        derived = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
         return derived.public_bytes(Encoding.Raw, PublicFormat.Raw) == public[1]
     if algorithm == "ssh-rsa":
         e, n = _mpint(public[1]), _mpint(public[2])

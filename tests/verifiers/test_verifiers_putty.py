@@ -98,3 +98,17 @@ def test_integers_larger_than_any_key_are_refused_before_arithmetic():
     result = verify(text, "putty-private-key")
     assert result.verdict == Verdict.INVALID
     assert "not the private half" in result.detail
+
+
+def test_an_ed25519_seed_that_ends_in_a_zero_byte_is_written_shorter_and_still_valid():
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    seed = bytes(range(1, 32)) + b"\0"
+    public_key = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
+    public = ssh_string(b"ssh-ed25519") + ssh_string(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw))
+    private = ssh_string(seed[:31])  # as PuTTY writes a little-endian integer: no trailing zero byte
+    text = "\n".join(["PuTTY-User-Key-File-3: ssh-ed25519", "Encryption: none", "Comment: k",
+                      f"Public-Lines: {len(ppk_lines(public))}", *ppk_lines(public),
+                      f"Private-Lines: {len(ppk_lines(private))}", *ppk_lines(private)])
+    assert verify(text, "putty-private-key").verdict == Verdict.VALID
