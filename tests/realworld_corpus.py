@@ -812,6 +812,7 @@ def long_traces() -> list[Case]:
 
 _KIND.update({
     "gcp-service-account": "gcp", "azure-storage-account-key": "azure", "azure-ad-client-secret": "azure",
+    "azure-shared-access-key": "azure",
     "digitalocean-token": "digitalocean", "alibaba-access-key-id": "alibaba", "alibaba-access-key-secret": "alibaba",
     "heroku-api-key": "heroku", "heroku-api-key-uuid": "heroku", "supabase-token": "supabase", "vercel-token": "vercel",
     "vercel-prefixed-token": "vercel", "netlify-token": "netlify", "netlify-auth-token": "netlify", "flyio-token": "flyio", "cloudflare-api-token": "cloudflare",
@@ -862,6 +863,13 @@ def cloud_saas() -> list[Case]:
     add("azure-storage-keys-list", "cloud", "$ az storage account keys list -n prodlogs\n" + json.dumps(
         [{"creationTime": "2024-03-01T10:00:00+00:00", "keyName": "key1", "permissions": "FULL", "value": k2}], indent=2),
         U("azure-storage-account-key", k2))
+    sb = gen("az-servicebus", "{{b64:43}}=")
+    add("azure-servicebus-connection-string", "cloud", "$ az servicebus namespace authorization-rule keys list "
+        "-g shop --namespace-name acme-bus -n RootManageSharedAccessKey\n" + json.dumps({
+            "keyName": "RootManageSharedAccessKey",
+            "primaryConnectionString": "Endpoint=sb://acme-bus.servicebus.windows.net/;SharedAccessKeyName="
+                                       f"RootManageSharedAccessKey;SharedAccessKey={sb}"}, indent=2),
+        U("azure-shared-access-key", sb))
     sp = gen("az-sp", "{{alnum:3}}8Q~{{alnum:34}}")
     add("azure-create-for-rbac", "cloud", "$ az ad sp create-for-rbac --name deploy\n" + json.dumps(
         {"appId": uuid("az-app"), "displayName": "deploy", "password": sp, "tenant": uuid("az-tenant")}, indent=2),

@@ -12,7 +12,7 @@ from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.age import check_age
 from shardscan.verifiers.anthropic import check_anthropic
 from shardscan.verifiers.aws import check_aws_key_id, check_aws_secret
-from shardscan.verifiers.azure import check_azure_sas, check_azure_storage_key
+from shardscan.verifiers.azure import check_azure_sas, check_azure_shared_access_key, check_azure_storage_key
 from shardscan.verifiers.base import Verifier, VerifyContext
 from shardscan.verifiers.credential import (
     check_basic_auth,
@@ -65,6 +65,7 @@ VERIFIERS: dict[str, Verifier] = {
     "gcp-service-account": check_gcp_service_account,
     "azure-storage-key": check_azure_storage_key,
     "azure-sas": check_azure_sas,
+    "azure-shared-access-key": check_azure_shared_access_key,
     "discord": check_discord,
     "stripe": check_stripe,
     "sentry": check_sentry,

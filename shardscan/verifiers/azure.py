@@ -33,6 +33,26 @@ def check_azure_storage_key(candidate: Candidate, _context: VerifyContext) -> Ve
                                             "blobs, queues and tables; no offline check proves it live")
 
 
+SHARED_ACCESS_KEY_BYTES = 32
+
+
+def check_azure_shared_access_key(candidate: Candidate, _context: VerifyContext) -> Verification | None:
+    """A Service Bus, Event Hubs or IoT Hub ``SharedAccessKey=``: ``unverified`` for 32 random-looking
+    bytes (the key shape those services generate), ``invalid`` otherwise; the detail names the
+    namespace or hub the connection string points at."""
+    try:
+        data = base64.b64decode(candidate.secret, validate=True)
+    except (binascii.Error, ValueError):
+        return Verification(Verdict.INVALID, "not valid base64, not an Azure shared access key")
+    if len(data) != SHARED_ACCESS_KEY_BYTES or all(32 <= byte < 127 for byte in data):
+        return Verification(Verdict.INVALID, f"decodes to {len(data)} bytes that are not a generated key (shared "
+                                             f"access keys are {SHARED_ACCESS_KEY_BYTES} random bytes)")
+    host = candidate.group("host")
+    where = f" for {safe_text(host, 80)}" if host else ""
+    return Verification(Verdict.UNVERIFIED, f"Azure shared access key{where} (32 bytes): sends, listens or manages "
+                                            "as its policy allows; no offline check proves it live")
+
+
 # The query parameters of a SAS that the detail names: its expiry and the permissions it grants
 # (a query printed on its own line may follow a JSON-escaped line break).
 _SAS_FIELD = re.compile(r"(?:^|[?&;=]|\\[nrt])(se|sp)=([^&\s\"'<>\\]{1,64})")

@@ -55,6 +55,8 @@ LIVE = [
     Live("gcp-service-account", "$ cat key.json\n", "{{gcp_sa}}", "\n$ ", Verdict.VALID),
     Live("azure-storage-account-key", "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey=",
          "{{azure_storage}}", ";EndpointSuffix=core.windows.net"),
+    Live("azure-shared-access-key", "Endpoint=sb://acme-bus.servicebus.windows.net/;SharedAccessKeyName=send;"
+         "SharedAccessKey=", "{{b64:43}}=", ";EntityPath=events"),
     Live("azure-ad-client-secret", "AZURE_CLIENT_SECRET=", "{{alnum:3}}8Q~{{alnum:34}}", label="AZURE_CLIENT_SECRET"),
     Live("azure-sas-token", "https://acmedata.blob.core.windows.net/exports/train.parquet?sp=rw&se=2099-12-01T17:00:00Z"
          "&spr=https&sv=2022-11-02&sr=b&sig=", "{{b64:43}}%3D"),
@@ -107,6 +109,8 @@ TWINS = [
     ('AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==',
      "azure-storage-account-key", Verdict.EXAMPLE),
     ("AZURE_CLIENT_SECRET=abc8Q~xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", None, None),
+    ("Endpoint=sb://acme-bus.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+     "SharedAccessKey=<key>", None, None),
     ("https://acmedata.blob.core.windows.net/c/f?sp=r&se=2024-01-31&sv=2022-11-02&sr=b&sig={{b64:43}}%3D",
      "azure-sas-token", Verdict.EXPIRED),
     ("https://acmedata.blob.core.windows.net/c/f?sp=r&se=2099-01-31&sv=2022-11-02&sr=b&sig={{b64:40}}",
@@ -173,7 +177,7 @@ def live_cells() -> list[tuple[str, str]]:
 
 def test_every_family_has_a_live_cell_and_a_twin():
     rules = {case.rule for case in LIVE}
-    assert len(rules) == 39  # every new rule but the publishable key (a twin by nature), plus jwt's service role
+    assert len(rules) == 40  # every new rule but the publishable key (a twin by nature), plus jwt's service role
     assert {rule for _, rule, _ in TWINS if rule} <= rules | {"stripe-publishable-key"}
 
 
@@ -290,6 +294,18 @@ def test_azure_storage_key_must_be_64_random_bytes():
     assert (outcome.verdict, outcome.detail) == (
         Verdict.INVALID, "decodes to readable text, not 64 random bytes: not an account key")
     assert verify(key[:-4] + "A===", "azure-storage-account-key").verdict == Verdict.INVALID
+
+
+def test_azure_shared_access_key_is_32_random_bytes_and_names_its_namespace():
+    key = base64.b64encode(random.Random(2).randbytes(32)).decode()
+    text = f"Endpoint=sb://acme-bus.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={key}"
+    finding = only(text, "azure-shared-access-key")
+    assert (finding.verdict, finding.start) == (Verdict.UNVERIFIED, text.index(key))
+    assert "for acme-bus.servicebus.windows.net" in finding.detail and key not in finding.detail
+    readable = base64.b64encode(b"thirty-two bytes of plain text!!").decode()
+    assert verify(readable, "azure-shared-access-key").verdict == Verdict.INVALID
+    assert verify(base64.b64encode(random.Random(3).randbytes(31)).decode() + "=", "azure-shared-access-key").verdict \
+        == Verdict.INVALID
 
 
 def test_azure_sas_signature_is_an_hmac_and_its_url_states_the_expiry():
