@@ -1017,7 +1017,7 @@ _KIND.update({
     "docker-config-auth": "connection-string", "password-assignment": "password", "password-command-line": "password",
     "netrc-password": "password", "pgpass-password": "password", "generic-secret-assignment": "generic-secret",
     "password-name-value": "password", "secret-name-value": "generic-secret", "password-stdin-pipe": "password",
-    "password-auth-tuple": "password", "secret-set-command": "generic-secret",
+    "password-auth-tuple": "password", "secret-set-command": "generic-secret", "url-query-key": "generic-secret",
 })
 
 
@@ -1129,6 +1129,11 @@ def unprefixed_positives() -> list[Case]:
         "    - name: REDIS_PASSWORD\n      valueFrom:\n        secretKeyRef:\n          name: redis\n"
         "          key: password\n",
         U("password-name-value", a), U("secret-name-value", secret))
+    owm = hexs("openweathermap", 32)
+    add("weather-tool-call", "http",
+        json.dumps({"tool": "http_get", "arguments": {
+            "url": f"https://api.openweathermap.org/data/2.5/forecast?q=Lyon&units=metric&appid={owm}"}}),
+        U("url-query-key", owm))
     a, b, c = pw("az-sp"), b64("gh-secret", 40, synth.ALNUM), pw("tf-variable")
     add("cloud-setup-session", "shell",
         f"$ az login --service-principal -u 7f3e2a10-4b5c-4d6e-8f90-a1b2c3d4e5f6 -p {a} --tenant acme.onmicrosoft.com\n"
@@ -1193,6 +1198,10 @@ def unprefixed_negatives() -> list[Case]:
         f"mysql -u root -p{pw('mysql-local')} -e 'select 1'\n"
         f"curl -u elastic:{pw('es-local')} http://localhost:9200/_cluster/health\n"
         f"redis-cli -u redis://default:{pw('redis-local')}@127.0.0.1:6379 ping\n")
+    add("urls-with-keys-that-are-not-credentials", "http",
+        "https://bucket.s3.amazonaws.com/upload?key=uploads/2024/05/photo-0001.png\n"
+        "https://store.steampowered.com/api/appdetails?appids=570&appid=570\n"
+        "https://api.openweathermap.org/data/2.5/weather?q=London&appid={API_KEY}\n")
     add("markup-without-values", "xml",
         '<label for="password">Password</label>\n<input type="password" name="password" value="">\n'
         '<add key="RequestToken" value="' + uuid("request-token") + '" />\n'

@@ -224,6 +224,16 @@ def _cases() -> list[Case]:
     s = pw("query-token", 40)
     add(Case("remote-query-token", f'curl "https://api.acme-corp.net/v1/export?format=csv&token={s}"',
              "generic-secret-assignment", s))
+    # API keys in a URL's query under names that outside a URL are anyone's (key=, appid=, access_key=).
+    for name, template in (
+        ("openweathermap", 'curl "https://api.openweathermap.org/data/2.5/weather?q=Paris&units=metric&appid={s}"'),
+        ("marketstack", 'requests.get("http://api.marketstack.com/v1/eod?access_key={s}&symbols=AAPL")'),
+        ("trello", "GET https://api.trello.com/1/members/me/boards?key={s}&fields=name"),
+    ):
+        s = random.Random(f"unprefixed:query-{name}").randbytes(16).hex()
+        add(Case(f"url-query-{name}", template.format(s=s), "url-query-key", s))
+    add(Case("url-query-object-key", "https://bucket.s3.amazonaws.com/upload?key=uploads/2024/05/photo-0001.png"))
+    add(Case("url-query-numeric-appid", "https://store.steampowered.com/api/appdetails?appids=570&appid=570"))
     key = "0x" + random.Random("unprefixed:wallet").randbytes(32).hex()
     add(Case("generic-upper-private-key", f"PRIVATE_KEY={key}", "generic-secret-assignment", key))
     # --- values handed to a command that stores secrets: a secret whatever its name
@@ -330,7 +340,8 @@ def test_case(report, index):
     [finding] = got
     kind = {"connection-string-password": "connection-string", "basic-auth-header": "connection-string",
             "docker-config-auth": "connection-string", "generic-secret-assignment": "generic-secret",
-            "secret-name-value": "generic-secret", "secret-set-command": "generic-secret"}.get(
+            "secret-name-value": "generic-secret", "secret-set-command": "generic-secret",
+            "url-query-key": "generic-secret"}.get(
         case.rule, "password")
     assert (finding.kind, str(finding.verdict)) == (kind, case.verdict), finding.detail
     assert finding.blocking == (case.verdict == "unverified")
