@@ -1,4 +1,8 @@
-"""Verify a PuTTY private key file (.ppk, versions 2 and 3) offline: its private half must belong to its public half."""
+"""Verify a PuTTY private key file (.ppk, versions 2 and 3) offline: its private half must belong to its public half.
+
+``cryptography`` is imported when a key is checked, not with this module: most scans verify no
+key at all, and importing it costs start-up time (see ``tests/cli/test_startup.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,6 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.base import VerifyContext
@@ -20,9 +21,8 @@ _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]{1,64}$")
 # A key's blobs are small (an RSA-16384 private blob is under 5 KB); bigger counts are not a key.
 MAX_LINES = 256
 
-_CURVES: dict[str, ec.EllipticCurve] = {
-    "nistp256": ec.SECP256R1(), "nistp384": ec.SECP384R1(), "nistp521": ec.SECP521R1(),
-}
+# The curves of PuTTY's ECDSA keys, by the names its key blobs use.
+_CURVES = {"nistp256": "SECP256R1", "nistp384": "SECP384R1", "nistp521": "SECP521R1"}
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,9 @@ def _mpint(data: bytes) -> int:
 
 def _matches(key: PuttyKey) -> bool:
     """Whether the private blob is the private half of the public blob (keys loaded with ``cryptography``)."""
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     public = _strings(key.public)
     # The private blob may end in random padding (an encrypted key's, kept when it was decrypted).
     private = _strings(key.private[: _padded_end(key.private)])
@@ -122,7 +125,7 @@ def _matches(key: PuttyKey) -> bool:
         numbers = rsa.RSAPrivateNumbers(p, q, d, d % (p - 1), d % (q - 1), iqmp, rsa.RSAPublicNumbers(e, n))
         return numbers.private_key().public_key().public_numbers().n == n
     if algorithm.startswith("ecdsa-sha2-"):
-        curve = _CURVES[public[1].decode("ascii")]
+        curve = getattr(ec, _CURVES[public[1].decode("ascii")])()
         derived_ec = ec.derive_private_key(_mpint(private[0]), curve).public_key()
         return derived_ec.public_bytes(Encoding.X962, PublicFormat.UncompressedPoint) == public[2]
     if algorithm == "ssh-dss":
