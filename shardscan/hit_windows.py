@@ -337,16 +337,22 @@ def _token_end(mapped: bytes, hi: int) -> int:
     return gap if gap >= 0 else n
 
 
-def _is_b64_line(line: str) -> bool:
-    """A line of a wrapped base64 block (PEM body, ``base64`` output), indentation and escapes aside."""
+def _b64_body(line: str) -> str | None:
+    """A line's base64 characters, indentation, quotes and escaped breaks aside (None when it holds others)."""
     body = line.strip().strip("\"',").removesuffix("\\n").removesuffix("\\r")
-    return len(body) >= 16 and not set(body) - _B64_LINE
+    return None if set(body) - _B64_LINE else body
+
+
+def _is_b64_line(line: str) -> bool:
+    """A line of a wrapped base64 block (PEM body, ``base64`` output)."""
+    body = _b64_body(line)
+    return body is not None and len(body) >= 16
 
 
 def _is_b64_tail(line: str) -> bool:
-    """The last line of a wrapped base64 block: 1 to 15 base64 characters (see :func:`_is_b64_line`)."""
-    body = line.strip().strip("\"',").removesuffix("\\n").removesuffix("\\r")
-    return 0 < len(body) < 16 and not set(body) - _B64_LINE
+    """The last line of a wrapped base64 block: 1 to 15 base64 characters."""
+    body = _b64_body(line)
+    return body is not None and 0 < len(body) < 16
 
 
 def _wrapped_block(text: str, lo: int, hi: int, floor: int = 0) -> tuple[int, int]:

@@ -183,17 +183,13 @@ def _ssh_keygen_wrapped(pem: bytes) -> bytes:
     return "\n".join([lines[0], *textwrap.wrap(body, 70), lines[-1]]).encode()
 
 
-def _ssh_string(data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + data
-
-
 def _openssh_encrypted() -> str:
     """An OpenSSH key with a cipher (built by hand: cryptography needs bcrypt to encrypt one)."""
     rng = random.Random("openssh-encrypted")
     blob = (
-        b"openssh-key-v1\x00" + _ssh_string(b"aes256-ctr") + _ssh_string(b"bcrypt")
-        + _ssh_string(_ssh_string(rng.randbytes(16)) + struct.pack(">I", 16)) + struct.pack(">I", 1)
-        + _ssh_string(_ssh_string(b"ssh-ed25519") + _ssh_string(rng.randbytes(32))) + _ssh_string(rng.randbytes(144))
+        b"openssh-key-v1\x00" + synth.ssh_string(b"aes256-ctr") + synth.ssh_string(b"bcrypt")
+        + synth.ssh_string(synth.ssh_string(rng.randbytes(16)) + struct.pack(">I", 16)) + struct.pack(">I", 1)
+        + synth.ssh_string(synth.ssh_string(b"ssh-ed25519") + synth.ssh_string(rng.randbytes(32))) + synth.ssh_string(rng.randbytes(144))
     )
     body = base64.b64encode(blob).decode()
     lines = [body[i : i + 70] for i in range(0, len(body), 70)]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from shardscan.model import Candidate, Verdict, Verification
 from shardscan.verifiers.base import VerifyContext
 from shardscan.verifiers.common import safe_text
+from shardscan.verifiers.key_truncated import ssh_string
 
 _HEADER = re.compile(r"PuTTY-User-Key-File-(?P<version>[23]):[ \t]*(?P<algorithm>[A-Za-z0-9@._-]{1,64})")
 _FIELD = re.compile(r"^(?P<name>[A-Za-z0-9-]{1,40}):[ \t]*(?P<value>[^\r\n]*)$")
@@ -78,18 +79,19 @@ def parse_ppk(text: str) -> PuttyKey:
                     private, declared, read)
 
 
-def _strings(blob: bytes) -> list[bytes]:
-    """The SSH wire-format strings (uint32 length, then bytes) a blob holds, in order."""
+def _strings(blob: bytes, *, padded: bool = False) -> list[bytes]:
+    """The SSH wire-format strings a blob holds, in order. ``padded``: bytes after the last whole
+    string are padding (PuTTY pads a private blob to its cipher's block, and keeps the padding
+    when the key is decrypted), not a malformed field."""
     out, offset = list[bytes](), 0
     while offset < len(blob):
-        if offset + 4 > len(blob):
-            raise _Malformed("a length runs past the blob")
-        size = int.from_bytes(blob[offset:offset + 4], "big")
-        offset += 4
-        if size > len(blob) - offset:
-            raise _Malformed("a field runs past the blob")
-        out.append(blob[offset:offset + size])
-        offset += size
+        try:
+            value, offset = ssh_string(blob, offset)
+        except IndexError:
+            if padded:
+                break
+            raise _Malformed("a field runs past the blob") from None
+        out.append(value)
     return out
 
 
@@ -110,8 +112,7 @@ def _matches(key: PuttyKey) -> bool:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     public = _strings(key.public)
-    # The private blob may end in random padding (an encrypted key's, kept when it was decrypted).
-    private = _strings(key.private[: _padded_end(key.private)])
+    private = _strings(key.private, padded=True)
     algorithm = public[0].decode("ascii", "replace")
     if algorithm == "ssh-ed25519":
         # PuTTY writes the 32-byte seed as a little-endian integer's bytes: a seed ending in zero
@@ -134,17 +135,6 @@ def _matches(key: PuttyKey) -> bool:
         dsa.DSAPrivateNumbers(_mpint(private[0]), dsa.DSAPublicNumbers(y, parameters)).private_key()
         return pow(g, _mpint(private[0]), p) == y
     raise KeyError(algorithm)
-
-
-def _padded_end(blob: bytes) -> int:
-    """Where the wire-format strings of ``blob`` end (PuTTY pads private blobs to the cipher's block)."""
-    offset = 0
-    while offset + 4 <= len(blob):
-        size = int.from_bytes(blob[offset:offset + 4], "big")
-        if size > len(blob) - offset - 4:
-            break
-        offset += 4 + size
-    return offset
 
 
 def check_putty_key(candidate: Candidate, _context: VerifyContext) -> Verification | None:

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from shardscan.model import Verdict
-from shardscan.synth import private_key_pem
+from shardscan.synth import private_key_pem, ssh_string
 from shardscan.verifiers.private_key import crc24
 from tests.verifier_helpers import only, verify
 
@@ -172,15 +172,11 @@ def test_invented_legacy_encrypted_body_is_invalid(cipher, iv_hex, body_bytes, d
     assert verify(pem, "private-key").verdict == Verdict.ENCRYPTED
 
 
-def _ssh_string(data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + data
-
-
 def test_openssh_key_with_a_cipher_is_encrypted():
     blob = (
-        b"openssh-key-v1\x00" + _ssh_string(b"aes256-ctr") + _ssh_string(b"bcrypt")
-        + _ssh_string(_ssh_string(bytes(16)) + struct.pack(">I", 16)) + struct.pack(">I", 1)
-        + _ssh_string(_ssh_string(b"ssh-ed25519") + _ssh_string(bytes(32))) + _ssh_string(bytes(range(144)))
+        b"openssh-key-v1\x00" + ssh_string(b"aes256-ctr") + ssh_string(b"bcrypt")
+        + ssh_string(ssh_string(bytes(16)) + struct.pack(">I", 16)) + struct.pack(">I", 1)
+        + ssh_string(ssh_string(b"ssh-ed25519") + ssh_string(bytes(32))) + ssh_string(bytes(range(144)))
     )
     body = base64.b64encode(blob).decode()
     pem = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(body[i : i + 70] for i in range(0, len(body), 70))
