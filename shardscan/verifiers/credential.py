@@ -262,7 +262,7 @@ def check_generic_secret(candidate: Candidate, _context: VerifyContext) -> Verif
     token on ``127.0.0.1`` is ``local-only``."""
     name = safe_text(candidate.group("name") or "a secret name", 40)
     if candidate.group("host"):
-        return _token_for_host(candidate.secret, f"value of {name}", candidate.group("host"))
+        return _token_for_host(candidate.secret, f"value of {name}", candidate.group("host"), candidate.group("name"))
     return _not_generated(candidate.secret, f"value of {name}", candidate.group("name")) or Verification(
         Verdict.UNVERIFIED, f"high-entropy value assigned to {name}; no offline check"
     )
@@ -282,10 +282,10 @@ def check_npmrc(candidate: Candidate, _context: VerifyContext) -> Verification |
     return _token_for_host(candidate.secret, "npm registry credential", candidate.group("host"))
 
 
-def _token_for_host(value: str, what: str, host: str | None) -> Verification:
+def _token_for_host(value: str, what: str, host: str | None, name: str | None = None) -> Verification:
     """A generated-looking token sent to ``host``: placeholders and regular values first (see
-    :func:`_not_generated`), then where it goes."""
-    if (judged := _not_generated(value, what)) is not None:
+    :func:`_not_generated`; ``name`` is the name it is assigned to, if any), then where it goes."""
+    if (judged := _not_generated(value, what, name)) is not None:
         return judged
     scope, shown = host_scope(host)
     if scope == "local":
